@@ -1,0 +1,171 @@
+"""Benchmarks: performance claims are made here, never in a timed test.
+
+    python bench.py diff3     # diff3() against `git merge-file -p`, same files, same run
+    python bench.py publish   # the merge publish loop against the reference server
+
+Every scenario is built from a fixed seed, so two runs measure the same work.
+Times are medians of several runs; the machine is shared and noisy, so
+compare ratios measured in one run rather than absolute figures across runs.
+"""
+
+import argparse
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import tracemalloc
+from pathlib import Path
+
+from diff3 import diff3
+
+WORDS = (
+    "agent document merge version paragraph server client publish conflict "
+    "edit section line base ours theirs change review draft note team plan "
+    "the a of to and in is for on with as by at from that this it be are was"
+).split()
+
+
+# ------------------------------------------------------------- scenarios
+
+def prose(size: int, rng: random.Random) -> list:
+    """Markdown lines of about `size` bytes: headings, paragraphs, lists, blank lines."""
+    lines, total, section = [], 0, 0
+    while total < size:
+        if section % 4 == 0:
+            block = [f"## Section {section}", ""]
+        else:
+            block = []
+        if rng.random() < 0.3:
+            block += [f"- {sentence(rng, 6)}" for _ in range(rng.randint(2, 5))]
+        else:
+            block += [sentence(rng, 12) for _ in range(rng.randint(2, 6))]
+        block.append("")
+        section += 1
+        lines += block
+        total += sum(len(line) + 1 for line in block)
+    return lines
+
+
+def sentence(rng: random.Random, words: int) -> str:
+    return " ".join(rng.choice(WORDS) for _ in range(words)).capitalize() + "."
+
+
+def text_lines(rng: random.Random, lines: list) -> list:
+    """Indices of lines holding text (not blank, not headings): the ones edits touch."""
+    return [i for i, line in enumerate(lines) if line and not line.startswith("#")]
+
+
+def edited(lines: list, indices, tag: str) -> str:
+    out = list(lines)
+    for i in indices:
+        out[i] = f"{out[i]} ({tag} edit {i})"
+    return "\n".join(out) + "\n"
+
+
+def scenarios(size: int, name: str):
+    """Yield (label, base, ours, theirs) for the prose classes at one size."""
+    rng = random.Random(size)
+    lines = prose(size, rng)
+    base = "\n".join(lines) + "\n"
+    candidates = text_lines(rng, lines)
+    edits = max(2, size // 2048)
+    spots = sorted(rng.sample(candidates[:-1], min(edits * 2, len(candidates) - 1)))
+    ours_spots, theirs_spots = spots[0::2], spots[1::2]
+    yield f"scattered {name}", base, edited(lines, ours_spots, "ours"), edited(lines, theirs_spots, "theirs")
+    adjacent = [i for i in spots[:edits] if i + 1 in candidates]
+    yield (f"adjacent {name}", base, edited(lines, adjacent, "ours"),
+           edited(lines, [i + 1 for i in adjacent], "theirs"))
+    yield (f"overlapping {name}", base, edited(lines, spots[:edits], "ours"),
+           edited(lines, spots[:edits], "theirs"))
+    rewrite = [sentence(rng, 12) if i in set(candidates) else line for i, line in enumerate(lines)]
+    yield f"full rewrite {name}", base, "\n".join(rewrite) + "\n", edited(lines, theirs_spots, "theirs")
+
+
+def few_distinct(size: int):
+    """About `size` bytes of blank lines and `- [ ] todo`, and two sets of ticked boxes.
+
+    Ours and theirs tick boxes at least 40 lines apart, so the merge is
+    clean by construction, and as fine as git's only if the diff finds them.
+    """
+    pattern = ["- [ ] todo", "- [ ] todo", "", "- [ ] todo", ""]
+    lines = (pattern * (size // sum(len(x) + 1 for x in pattern) + 1))
+    rng = random.Random(7)
+    spots = sorted(rng.sample(range(0, len(lines) // 40), 100))
+    ticks = [40 * s + s % 2 for s in spots if lines[40 * s + s % 2]]
+    ours, theirs = list(lines), list(lines)
+    for n, i in enumerate(ticks):
+        (ours if n % 2 else theirs)[i] = "- [x] todo"
+    join = "\n".join
+    return "few distinct lines 1 MiB", join(lines) + "\n", join(ours) + "\n", join(theirs) + "\n"
+
+
+# ------------------------------------------------------------ measuring
+
+def median_seconds(run, repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def conflict_blocks(text: str) -> int:
+    return sum(1 for line in text.split("\n") if line.startswith("<<<<<<< "))
+
+
+def bench_diff3(args) -> None:
+    git = shutil.which("git")
+    cases = []
+    for size, name in ((4 << 10, "4 KiB"), (64 << 10, "64 KiB"), (1 << 20, "1 MiB")):
+        cases += list(scenarios(size, name))
+    cases.append(few_distinct(1 << 20))
+    header = (f"{'scenario':28} {'KiB':>6} {'diff3 ms':>9} {'git ms':>8} {'ratio':>6} "
+              f"{'peak/in':>7} {'blocks':>6} {'git':>4}")
+    print(header)
+    print("-" * len(header))
+    with tempfile.TemporaryDirectory() as tmp:
+        for label, base, ours, theirs in cases:
+            repeat = args.repeat
+            ours_ms = 1000 * median_seconds(lambda: diff3(base, ours, theirs), repeat)
+            merged, _ = diff3(base, ours, theirs)
+            tracemalloc.start()
+            diff3(base, ours, theirs)
+            peak = tracemalloc.get_traced_memory()[1]
+            tracemalloc.stop()
+            size = sum(len(t.encode()) for t in (base, ours, theirs))
+            git_cell = ratio_cell = git_blocks = "-"
+            if git:
+                paths = []
+                for name, text in (("ours", ours), ("base", base), ("theirs", theirs)):
+                    path = Path(tmp, name)
+                    path.write_text(text, encoding="utf-8")
+                    paths.append(str(path))
+                command = [git, "merge-file", "-p", *paths]
+                git_ms = 1000 * median_seconds(
+                    lambda: subprocess.run(command, capture_output=True), repeat)
+                git_out = subprocess.run(command, capture_output=True).stdout.decode()
+                git_cell, ratio_cell = f"{git_ms:8.1f}", f"{ours_ms / git_ms:6.2f}"
+                git_blocks = conflict_blocks(git_out)
+            print(f"{label:28} {len(base.encode()) / 1024:6.0f} {ours_ms:9.1f} {git_cell:>8} "
+                  f"{ratio_cell:>6} {peak / size:7.1f} {conflict_blocks(merged):6} {git_blocks:>4}")
+    print("\nmedians of", args.repeat, "runs; ratio = diff3 in-process / git merge-file as a process;")
+    print("peak/in = peak Python memory of one diff3 call / bytes of its three inputs;")
+    print("blocks = conflict blocks in the result (the finer merge has the same count as git or more).")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    d = sub.add_parser("diff3", help="diff3() against git merge-file")
+    d.add_argument("--repeat", type=int, default=7)
+    d.set_defaults(run=bench_diff3)
+    args = parser.parse_args()
+    args.run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

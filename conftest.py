@@ -1,0 +1,39 @@
+"""Branch coverage of diff3.py, measured in every run of the suite.
+
+A run that executes all of test_diff3.py fails when diff3.py is not 100%
+branch-covered.  Coverage starts here, before any test module imports diff3.
+"""
+
+import coverage
+
+_coverage = coverage.Coverage(branch=True, include=["*/diff3.py"], data_file=None, config_file=False)
+_coverage.exclude("if __name__ == .__main__.:")
+_coverage.start()
+_partial = False
+
+
+def pytest_deselected(items):
+    global _partial
+    _partial = _partial or any(item.fspath.basename == "test_diff3.py" for item in items)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    _coverage.stop()
+    ran = {item.fspath.basename for item in session.items}
+    if "test_diff3.py" not in ran or _partial or session.config.option.keyword:
+        return
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    percent = _coverage.report(show_missing=True, file=_Writer(reporter))
+    if percent < 100 and session.exitstatus == 0:
+        reporter.write_line(f"FAIL: diff3.py branch coverage {percent:.1f}% < 100%", red=True)
+        session.exitstatus = 1
+
+
+class _Writer:
+    """Sends coverage's report to pytest's terminal."""
+
+    def __init__(self, reporter):
+        self._reporter = reporter
+
+    def write(self, text):
+        self._reporter.write(text)

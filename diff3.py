@@ -1,0 +1,496 @@
+"""Line-based three-way merge with git-style conflict markers.
+
+    >>> from diff3 import diff3
+    >>> base = "# Title\\n\\nIntro.\\n\\nBody.\\n"
+    >>> ours = "# Title\\n\\nIntro, revised.\\n\\nBody.\\n"
+    >>> theirs = "# Title\\n\\nIntro.\\n\\nBody, revised.\\n"
+    >>> diff3(base, ours, theirs)
+    Merge(merged='# Title\\n\\nIntro, revised.\\n\\nBody, revised.\\n', had_conflict=False)
+
+    $ python -m diff3 OURS BASE THEIRS      # or mark-diff3; exit 0 clean, 1 conflicts, 2 trouble
+
+Two people edited copies of the same document ("base"): "ours" and
+"theirs".  `diff3` diffs base against each side, lays the two lists of
+changed regions ("hunks") side by side on the base's line numbers, and
+decides per place:
+
+* changed by one side only: that side's lines are taken;
+* changed by both, identically: the lines appear once;
+* changed by both, differently: a conflict block
+      <<<<<<< ours
+      ours' lines
+      ||||||| base          (only with style="diff3")
+      base lines
+      =======
+      theirs' lines
+      >>>>>>> theirs
+  and `had_conflict` is True.
+
+Two hunks of different sides "collide" (and must be decided together) when
+their base ranges overlap, when both insert at the same point, or when one
+inserts strictly inside the range the other replaces.  Hunks that merely
+touch do not collide: ours changing line 5 and theirs changing line 6 is a
+clean merge.  git merge-file and GNU diff3 report a conflict there; this
+module deliberately does not, because each side's change is unambiguous.
+In the same spirit, one side adding a section while the other deletes a
+different section merges cleanly: the deletion and the addition are two
+separate hunks.  A deletion that overlaps the other side's modification is
+a conflict, so no edit is ever dropped silently.
+
+Lines are split on "\\n" only (never on the other separators that
+`str.splitlines` honours) and keep their endings, so CRLF documents come
+back byte-identical where nothing changed.  A line without a trailing
+newline (the last line of a document) gets one when anything follows it in
+the output, so two lines are never glued together; marker lines use the
+document's line ending.  `had_conflict` is decided by the algorithm, never
+by looking for markers in the text, so a document may contain "=======".
+
+The two-way diff behind it (`_matching_blocks`) must be fine-grained and fast
+on markdown, where blank lines and list items repeat thousands of times.
+`difflib.SequenceMatcher` alone cannot do both: with autojunk it ignores
+popular lines (a blank-line-heavy document becomes one huge change), and
+without it, it is quadratic on them.  So the diff works in layers:
+
+1. trim the common prefix and suffix;
+2. anchor on lines that occur exactly once in both sequences, in the
+   longest order-preserving chain of them (patience diff), and treat the gaps
+   between anchors the same way;
+3. a gap without such lines is diffed by `difflib.SequenceMatcher` when it
+   is small, otherwise by Myers' O(ND) shortest-edit search, whose runs of
+   equal lines are compared by list slices at C speed;
+4. when that search would exceed an edit-distance budget (a gap where nearly
+   everything changed), the gap is taken as one replaced block: coarser,
+   never wrong.
+"""
+
+import argparse
+import array
+import bisect
+import difflib
+import math
+import sys
+from collections import Counter
+from operator import itemgetter
+from typing import Iterator, List, NamedTuple, Optional, Sequence, Tuple
+
+__all__ = ["diff3", "Merge", "main"]
+
+
+class Merge(NamedTuple):
+    merged: str
+    had_conflict: bool
+
+
+Hunk = Tuple[int, int, int, int]  # (a_lo, a_hi, b_lo, b_hi): a[a_lo:a_hi] became b[b_lo:b_hi]
+Region = Tuple[str, Tuple[int, int], Tuple[int, int], Tuple[int, int]]
+
+
+
+
+def diff3(
+    base: str,
+    ours: str,
+    theirs: str,
+    *,
+    style: str = "merge",
+    labels: Sequence[str] = ("ours", "base", "theirs"),
+) -> Merge:
+    """Merge the changes from `base` to `ours` and from `base` to `theirs`.
+
+    Returns `Merge(merged, had_conflict)`.  `style="diff3"` also shows the
+    base lines inside each conflict block; `labels` are the (ours, base,
+    theirs) words written after the markers.  Never raises for str inputs.
+    """
+    for name, value in (("base", base), ("ours", ours), ("theirs", theirs)):
+        if not isinstance(value, str):
+            raise TypeError(f"{name} must be str, not {type(value).__name__}")
+    if style not in ("merge", "diff3"):
+        raise ValueError(f'style must be "merge" or "diff3", not {style!r}')
+    _check_labels(labels)
+
+    texts = [split_lines(base), split_lines(ours), split_lines(theirs)]
+    eol = _line_ending(texts)
+    start, middle, separator, end = (
+        marker + eol
+        for marker in (
+            "<<<<<<< " + labels[0],
+            "||||||| " + labels[1],
+            "=======",
+            ">>>>>>> " + labels[2],
+        )
+    )
+    out: List[str] = []
+    had_conflict = False
+    for kind, *ranges in merge_regions(*_intern(texts)):
+        base_lines, our_lines, their_lines = (
+            lines[lo:hi] for lines, (lo, hi) in zip(texts, ranges)
+        )
+        if kind == "conflict":
+            had_conflict = True
+            out += [start, *our_lines]
+            if style == "diff3":
+                out += [middle, *base_lines]
+            out += [separator, *their_lines, end]
+        else:
+            out += {"base": base_lines, "ours": our_lines, "theirs": their_lines}[kind]
+    return Merge(join_lines(out, eol), had_conflict)
+
+
+def merge_regions(base: Sequence, ours: Sequence, theirs: Sequence) -> Iterator[Region]:
+    """Cut the merge of three line sequences into regions, in order.
+
+    Each region is (kind, base_range, ours_range, theirs_range), a range
+    being (lo, hi) into that sequence.  kind says what the merge holds
+    there: "base" (nobody changed it), "ours" or "theirs" (only that side
+    changed it, or both identically), or "conflict".
+    """
+    tagged = sorted([(h, 0) for h in get_hunks(base, ours)] +
+                    [(h, 1) for h in get_hunks(base, theirs)])
+    # shift[s]: how many lines side s has gained so far, which turns a base
+    # position outside that side's hunks into a position in that side.
+    shift = [0, 0]
+    pos = 0
+    for cluster in _clusters(tagged):
+        lo = min(hunk[0] for hunk, _ in cluster)
+        hi = max(hunk[1] for hunk, _ in cluster)
+        if pos < lo:
+            yield "base", (pos, lo), (pos + shift[0], lo + shift[0]), (pos + shift[1], lo + shift[1])
+        before = list(shift)
+        for (a_lo, a_hi, b_lo, b_hi), side in cluster:
+            shift[side] += (b_hi - b_lo) - (a_hi - a_lo)
+        o_lo, o_hi = lo + before[0], hi + shift[0]
+        t_lo, t_hi = lo + before[1], hi + shift[1]
+        sides = {side for _, side in cluster}
+        if sides == {1}:
+            kind = "theirs"
+        elif sides == {0} or ours[o_lo:o_hi] == theirs[t_lo:t_hi]:
+            kind = "ours"
+        else:
+            kind = "conflict"
+        yield kind, (lo, hi), (o_lo, o_hi), (t_lo, t_hi)
+        pos = hi
+    end = len(base)
+    if pos < end:
+        yield "base", (pos, end), (pos + shift[0], end + shift[0]), (pos + shift[1], end + shift[1])
+
+
+def get_hunks(a: Sequence, b: Sequence) -> List[Hunk]:
+    """The places where `b` differs from `a`: (a_lo, a_hi, b_lo, b_hi) each.
+
+    a[a_lo:a_hi] became b[b_lo:b_hi].  Hunks are ascending and separated
+    by at least one equal element.
+    """
+    hunks = []
+    i = j = 0
+    for ai, bj, size in _matching_blocks(a, b) + [(len(a), len(b), 0)]:
+        if i < ai or j < bj:
+            hunks.append((i, ai, j, bj))
+        i, j = ai + size, bj + size
+    return hunks
+
+
+def split_lines(text: str) -> List[str]:
+    """Split `text` after each "\\n", keeping the endings; "" has no lines."""
+    lines = [line + "\n" for line in text.split("\n")]
+    last = lines.pop()[:-1]
+    if last:
+        lines.append(last)
+    return lines
+
+
+def join_lines(lines: Sequence[str], eol: str) -> str:
+    """Concatenate lines, ending a line that has no ending when more follows."""
+    if not lines:
+        return ""
+    head = "".join(line if line.endswith("\n") else line + eol for line in lines[:-1])
+    return head + lines[-1]
+
+
+# ---------------------------------------------------------------- helpers
+
+def _check_labels(labels: Sequence[str]) -> None:
+    if (
+        isinstance(labels, str)
+        or not isinstance(labels, (tuple, list))
+        or len(labels) != 3
+        or not all(isinstance(label, str) for label in labels)
+    ):
+        raise TypeError(f"labels must be a tuple of three str (ours, base, theirs), not {labels!r}")
+    if any("\n" in label or "\r" in label for label in labels):
+        raise ValueError(f"labels must not contain line breaks: {labels!r}")
+
+
+def _line_ending(texts: Sequence[List[str]]) -> str:
+    """The document's line ending: that of the first ended line, base first."""
+    for lines in texts:
+        if lines and lines[0].endswith("\n"):
+            return "\r\n" if lines[0].endswith("\r\n") else "\n"
+    return "\n"
+
+
+def _intern(texts: Sequence[List[str]]) -> List[List[int]]:
+    """Replace lines by ints, equal lines by the very same int object.
+
+    Comparing list slices then stops at an identity check per element
+    instead of comparing strings.
+    """
+    ids = {line: n for n, line in enumerate(dict.fromkeys(line for lines in texts for line in lines))}
+    return [list(map(ids.__getitem__, lines)) for lines in texts]
+
+
+def _clusters(tagged: List[Tuple[Hunk, int]]) -> Iterator[List[Tuple[Hunk, int]]]:
+    """Group (hunk, side) pairs, sorted by base range, into colliding runs.
+
+    A hunk joins the current group when it collides with the group's last
+    hunk of the other side; hunks of one side never touch each other, so
+    no earlier hunk could collide with it.
+    """
+    group: List[Tuple[Hunk, int]] = []
+    last: List[Optional[Hunk]] = [None, None]
+    for hunk, side in tagged:
+        other = last[1 - side]
+        if not (other and _collide(hunk, other)):
+            if group:
+                yield group
+            group, last = [], [None, None]
+        group.append((hunk, side))
+        last[side] = hunk
+    if group:
+        yield group
+
+
+def _collide(h: Hunk, g: Hunk) -> bool:
+    """Whether two hunks of different sides touch the same base lines.
+
+    They do when their base ranges overlap, when both insert at the same
+    point, or when one inserts strictly inside the range the other replaces.
+    Hunks that only meet at a boundary do not collide.
+    """
+    (h_lo, h_hi), (g_lo, g_hi) = h[:2], g[:2]
+    if h_lo == h_hi and g_lo == g_hi:
+        return h_lo == g_lo
+    return max(h_lo, g_lo) < min(h_hi, g_hi) or h_lo < g_lo < h_hi or g_lo < h_lo < g_hi
+
+
+# ------------------------------------------------------------ two-way diff
+
+_SMALL_GAP = 10_000  # n*m up to which the quadratic SequenceMatcher runs on a gap
+
+
+def _matching_blocks(a: Sequence, b: Sequence) -> List[Tuple[int, int, int]]:
+    """Equal runs of `a` and `b` as ascending (i, j, size): a[i:i+size] == b[j:j+size]."""
+    blocks = []
+    todo = [(0, len(a), 0, len(b))]
+    while todo:  # a stack, not recursion: no input can exhaust the call stack
+        a_lo, a_hi, b_lo, b_hi = todo.pop()
+        size = _run_length(a, b, a_lo, b_lo, min(a_hi - a_lo, b_hi - b_lo))
+        if size:
+            blocks.append((a_lo, b_lo, size))
+            a_lo, b_lo = a_lo + size, b_lo + size
+        size = _run_length(a, b, a_hi, b_hi, min(a_hi - a_lo, b_hi - b_lo), backward=True)
+        if size:
+            a_hi, b_hi = a_hi - size, b_hi - size
+            blocks.append((a_hi, b_hi, size))
+        if a_lo == a_hi or b_lo == b_hi:
+            continue
+        anchors = _unique_anchors(a[a_lo:a_hi], b[b_lo:b_hi])
+        if not anchors:
+            blocks += _gap_blocks(a, b, a_lo, a_hi, b_lo, b_hi)
+            continue
+        # Each anchor starts a run of equal elements; one C-speed scan finds
+        # its end, and the anchors inside that run need no work of their own.
+        i0, j0 = a_lo, b_lo  # where the gap before the next run starts
+        for i, j in anchors:
+            i, j = a_lo + i, b_lo + j
+            if i < i0:
+                continue
+            if i0 < i or j0 < j:
+                todo.append((i0, i, j0, j))
+            size = _run_length(a, b, i, j, min(a_hi - i, b_hi - j))
+            blocks.append((i, j, size))
+            i0, j0 = i + size, j + size
+        todo.append((i0, a_hi, j0, b_hi))
+    blocks.sort()
+    return blocks
+
+
+def _run_length(a: Sequence, b: Sequence, i: int, j: int, limit: int, backward: bool = False) -> int:
+    """How many elements match from a[i] and b[j] on (or before them, backward).
+
+    Compares slices of doubling then halving size, so a long run costs a
+    few C-level slice compares instead of one Python step per element.
+    """
+    def same(k: int, step: int) -> bool:
+        if backward:
+            return a[i - k - step:i - k] == b[j - k - step:j - k]
+        return a[i + k:i + k + step] == b[j + k:j + k + step]
+
+    k, step = 0, 1
+    while step <= limit - k and same(k, step):
+        k += step
+        step *= 2
+    while step > 1:  # the first mismatch lies in the next `step` elements
+        step //= 2
+        if step <= limit - k and same(k, step):
+            k += step
+    return k
+
+
+def _unique_anchors(a: Sequence, b: Sequence) -> List[Tuple[int, int]]:
+    """Pairs (i, j) of elements occurring once in `a` and once in `b`.
+
+    Only the longest chain ascending in both i and j is kept (patience
+    diff): these lines are the safest places to align the two sequences.
+    """
+    count_a, count_b = Counter(a), Counter(b)
+    where_b = {x: j for j, x in enumerate(b) if count_b[x] == 1}
+    pairs = [(i, where_b[x]) for i, x in enumerate(a) if count_a[x] == 1 and x in where_b]
+    if sorted(pairs, key=itemgetter(1)) == pairs:  # common: nothing moved
+        return pairs
+    tails: List[int] = []  # tails[n]: smallest j ending an ascending chain of n+1 pairs
+    ends: List[int] = []  # index in pairs of that chain's last pair
+    before: List[int] = []  # per pair: index of the pair before it in its chain
+    for index, (_, j) in enumerate(pairs):
+        n = bisect.bisect_left(tails, j)
+        if n == len(tails):
+            tails.append(j)
+            ends.append(index)
+        else:
+            tails[n], ends[n] = j, index
+        before.append(ends[n - 1] if n else -1)
+    chain = []
+    index = ends[-1] if ends else -1
+    while index >= 0:
+        chain.append(pairs[index])
+        index = before[index]
+    return chain[::-1]
+
+
+def _gap_blocks(a: Sequence, b: Sequence, a_lo: int, a_hi: int, b_lo: int, b_hi: int):
+    """Matching blocks of a gap in which no element is unique on both sides."""
+    only_a, only_b = set(a[a_lo:a_hi]), set(b[b_lo:b_hi])
+    if only_a != only_b:
+        # An element found on one side only can never match: diffing the
+        # rest gives the same matches, from sequences often far shorter
+        # (a rewritten paragraph leaves just its blank lines).
+        common = only_a & only_b
+        where_a = [i for i in range(a_lo, a_hi) if a[i] in common]
+        where_b = [j for j in range(b_lo, b_hi) if b[j] in common]
+        kept_a, kept_b = [a[i] for i in where_a], [b[j] for j in where_b]
+        blocks = _gap_blocks(kept_a, kept_b, 0, len(kept_a), 0, len(kept_b)) if common else []
+        return _coalesce((where_a[i + t], where_b[j + t]) for i, j, size in blocks for t in range(size))
+    if (a_hi - a_lo) * (b_hi - b_lo) <= _SMALL_GAP:
+        matcher = difflib.SequenceMatcher(None, a[a_lo:a_hi], b[b_lo:b_hi], autojunk=False)
+        return [(a_lo + i, b_lo + j, size) for i, j, size in matcher.get_matching_blocks() if size]
+    return _myers_blocks(a, b, a_lo, a_hi, b_lo, b_hi)
+
+
+def _coalesce(pairs) -> List[Tuple[int, int, int]]:
+    """Ascending matched pairs (i, j) as blocks (i, j, size) of consecutive pairs."""
+    blocks: List[List[int]] = []
+    for i, j in pairs:
+        if blocks and blocks[-1][0] + blocks[-1][2] == i and blocks[-1][1] + blocks[-1][2] == j:
+            blocks[-1][2] += 1
+        else:
+            blocks.append([i, j, 1])
+    return [(i, j, size) for i, j, size in blocks]
+
+
+def _edit_budget(length: int) -> int:
+    """How many edits Myers' search may try on a gap of `length` elements.
+
+    Its time grows with the square of the edits (in Python) plus length
+    times edits (in C), so a budget near sqrt(length) keeps it linear.
+    """
+    return 100 + math.isqrt(4 * length)
+
+
+def _myers_blocks(a: Sequence, b: Sequence, a_lo: int, a_hi: int, b_lo: int, b_hi: int):
+    """Matching blocks of a shortest edit script (Myers 1986, greedy forward).
+
+    `reach[k]` is the furthest x reached on diagonal k = x - y with d
+    edits; a snapshot per d lets the path be traced back.  Past the edit
+    budget the gap is returned as having no match: one replaced block.
+    """
+    n, m = a_hi - a_lo, b_hi - b_lo
+    budget = _edit_budget(n + m)
+    reach = {1: 0}
+    trace = []
+    for d in range(budget + 1):
+        for k in range(-d, d + 1, 2):
+            if k == -d or (k != d and reach[k - 1] < reach[k + 1]):
+                x = reach[k + 1]
+            else:
+                x = reach[k - 1] + 1
+            y = x - k
+            if x < n and y < m and a[a_lo + x] == b[b_lo + y]:
+                x += _run_length(a, b, a_lo + x, b_lo + y, min(n - x, m - y))
+            reach[k] = x
+            if x >= n and x - k >= m:
+                return _trace_back(trace, n, m, a_lo, b_lo)
+        trace.append(array.array("q", (reach[k] for k in range(-d, d + 1, 2))))
+    return []
+
+
+def _trace_back(trace: List[array.array], x: int, y: int, a_lo: int, b_lo: int):
+    """Walk a Myers search back from (x, y), collecting its diagonal runs."""
+    blocks = []
+    for d in range(len(trace), 0, -1):
+        previous = trace[d - 1]  # reach after d - 1 edits on diagonals 1-d, 3-d, ..., d-1
+        k = x - y
+        index = (k + d) // 2  # of diagonal k + 1 in previous
+        if k == -d or (k != d and previous[index - 1] < previous[index]):
+            k_before, x_before = k + 1, previous[index]
+            start = x_before  # the edit was a step down: x stays
+        else:
+            k_before, x_before = k - 1, previous[index - 1]
+            start = x_before + 1  # the edit was a step right
+        if x > start:
+            blocks.append((a_lo + start, b_lo + start - k, x - start))
+        x, y = x_before, x_before - k_before
+    if x:
+        blocks.append((a_lo, b_lo, x))
+    return blocks
+
+
+# --------------------------------------------------------------------- CLI
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """`python -m diff3 OURS BASE THEIRS`: print the merge; exit 0 clean, 1 conflicts, 2 trouble."""
+    parser = argparse.ArgumentParser(
+        prog="mark-diff3",
+        description="Three-way merge of text files, written to stdout with git-style conflict markers.",
+    )
+    parser.add_argument("ours")
+    parser.add_argument("base")
+    parser.add_argument("theirs")
+    parser.add_argument("--diff3", action="store_true", help="also show the base lines in conflicts")
+    parser.add_argument(
+        "-L", dest="labels", action="append", default=[], metavar="LABEL",
+        help="label for ours, then base, then theirs (default: the file names)",
+    )
+    args = parser.parse_args(argv)
+    paths = (args.ours, args.base, args.theirs)
+    if len(args.labels) > 3:
+        parser.error("-L may be given at most three times")
+    texts = []
+    for path in paths:
+        try:
+            with open(path, "rb") as file:
+                texts.append(file.read().decode("utf-8"))
+        except OSError as error:
+            print(f"mark-diff3: {path}: {error.strerror}", file=sys.stderr)
+            return 2
+        except UnicodeDecodeError as error:
+            print(f"mark-diff3: {path}: not UTF-8 (byte {error.start})", file=sys.stderr)
+            return 2
+    labels = tuple(args.labels) + paths[len(args.labels):]
+    style = "diff3" if args.diff3 else "merge"
+    merged, had_conflict = diff3(texts[1], texts[0], texts[2], style=style, labels=labels)
+    sys.stdout.buffer.write(merged.encode("utf-8"))
+    sys.stdout.flush()
+    return 1 if had_conflict else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
