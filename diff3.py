@@ -304,8 +304,7 @@ def _matching_blocks(a: Sequence, b: Sequence) -> List[Tuple[int, int, int]]:
             i, j = a_lo + i, b_lo + j
             if i < i0:
                 continue
-            if i0 < i or j0 < j:
-                todo.append((i0, i, j0, j))
+            todo.append((i0, i, j0, j))  # never empty: the run before stopped at a mismatch
             size = _run_length(a, b, i, j, min(a_hi - i, b_hi - j))
             blocks.append((i, j, size))
             i0, j0 = i + size, j + size

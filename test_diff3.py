@@ -1,0 +1,294 @@
+import random
+import subprocess
+import sys
+
+import pytest
+
+import diff3 as diff3_module
+from diff3 import Merge, diff3, main
+
+C = "<<<<<<< ours\n"
+S = "=======\n"
+E = ">>>>>>> theirs\n"
+
+# name, base, ours, theirs, merged, had_conflict
+CASES = [
+    ("ours only", "a\nb\nc\n", "a\nB\nc\n", "a\nb\nc\n", "a\nB\nc\n", False),
+    ("theirs only", "a\nb\nc\n", "a\nb\nc\n", "a\nb\nC\n", "a\nb\nC\n", False),
+    ("same change once", "a\nb\nc\n", "a\nX\nc\n", "a\nX\nc\n", "a\nX\nc\n", False),
+    ("different change", "a\nb\nc\n", "a\nX\nc\n", "a\nY\nc\n", f"a\n{C}X\n{S}Y\n{E}c\n", True),
+    ("disjoint paragraphs",
+     "# T\n\nOne.\n\nTwo.\n\nThree.\n", "# T\n\nOne!\n\nTwo.\n\nThree.\n", "# T\n\nOne.\n\nTwo.\n\nThree!\n",
+     "# T\n\nOne!\n\nTwo.\n\nThree!\n", False),
+    ("adjacent lines", "1\n2\n3\n4\n", "1\nA\n3\n4\n", "1\n2\nB\n4\n", "1\nA\nB\n4\n", False),
+    ("same-point inserts differ", "a\nb\n", "a\nX\nb\n", "a\nY\nb\n", f"a\n{C}X\n{S}Y\n{E}b\n", True),
+    ("same-point inserts equal", "a\nb\n", "a\nX\nb\n", "a\nX\nb\n", "a\nX\nb\n", False),
+    ("delete vs modify", "a\nb\nc\n", "a\nc\n", "a\nB\nc\n", f"a\n{C}{S}B\n{E}c\n", True),
+    ("modify vs delete", "a\nb\nc\n", "a\nB\nc\n", "a\nc\n", f"a\n{C}B\n{S}{E}c\n", True),
+    ("insert inside other's range", "a\nb\nc\nd\n", "a\nb\nX\nc\nd\n", "a\nB\nC\nd\n",
+     f"a\n{C}b\nX\nc\n{S}B\nC\n{E}d\n", True),
+    ("add section, delete another",
+     "# A\n\naaa\n\n# B\n\nbbb\n", "# A\n\naaa\n\n# B\n\nbbb\n\n# C\n\nccc\n", "# B\n\nbbb\n",
+     "# B\n\nbbb\n\n# C\n\nccc\n", False),
+    ("insert at start of other's change", "a\nb\n", "X\na\nb\n", "A\nb\n", "X\nA\nb\n", False),
+    ("empty base", "", "x\n", "y\n", f"{C}x\n{S}y\n{E}", True),
+    ("empty base, one side", "", "x\n", "", "x\n", False),
+    ("empty ours", "a\nb\n", "", "a\nb\n", "", False),
+    ("empty theirs vs edit", "a\nb\n", "a\nB\n", "", f"{C}a\nB\n{S}{E}", True),
+    ("all empty", "", "", "", "", False),
+    ("no newline kept", "a\nb", "A\nb", "a\nb", "A\nb", False),
+    ("no newline both sides", "a\nb", "A\nb", "a\nB", "A\nB", False),
+    ("no newline then theirs appends", "a\nb\nc\n", "a\nb", "a\nb\nc\nd\n", "a\nb\nd\n", False),
+    ("no newline before marker", "a\n", "a\nX", "a\nY\n", f"a\n{C}X\n{S}Y\n{E}", True),
+    ("no newline on both conflicting", "a", "x", "y", f"{C}x\n{S}y\n{E}", True),
+    ("crlf unchanged regions", "a\r\nb\r\nc\r\n", "a\r\nB\r\nc\r\n", "a\r\nb\r\nC\r\n", "a\r\nB\r\nC\r\n", False),
+    ("crlf markers", "a\r\nb\r\n", "a\r\nX\r\n", "a\r\nY\r\n",
+     "a\r\n<<<<<<< ours\r\nX\r\n=======\r\nY\r\n>>>>>>> theirs\r\n", True),
+    ("crlf without final newline", "a\r\nb", "a\r\nX", "a\r\nY",
+     "a\r\n<<<<<<< ours\r\nX\r\n=======\r\nY\r\n>>>>>>> theirs\r\n", True),
+    ("only \\n splits", "a\rb\x0bc\x0cd\x1ce\x85f\u2028g\u2029h\n", "a\rb\x0bc\x0cd\x1ce\x85f\u2028g\u2029h\nnew\n",
+     "a\rb\x0bc\x0cd\x1ce\x85f\u2028g\u2029h\n", "a\rb\x0bc\x0cd\x1ce\x85f\u2028g\u2029h\nnew\n", False),
+    ("separators are not line breaks", "x\u2028y\n", "X\u2028y\n", "x\u2028Y\n",
+     f"{C}X\u2028y\n{S}x\u2028Y\n{E}", True),
+    ("setext heading is not a conflict", "Title\n=======\n\ntext\n", "Title\n=======\n\ntext!\n",
+     "Title!\n=======\n\ntext\n", "Title!\n=======\n\ntext!\n", False),
+    ("marker-like lines are not a conflict", "<<<<<<< x\n>>>>>>> y\n", "<<<<<<< x\n>>>>>>> y\nz\n",
+     "<<<<<<< X\n>>>>>>> y\n", "<<<<<<< X\n>>>>>>> y\nz\n", False),
+    ("moved line", "a\nb\nc\nd\ne\n", "d\na\nb\nc\ne\n", "a\nb\nc\nd\nE\n", "d\na\nb\nc\nE\n", False),
+]
+
+
+@pytest.mark.parametrize("name,base,ours,theirs,merged,conflict", CASES, ids=[c[0] for c in CASES])
+def test_merge_table(name, base, ours, theirs, merged, conflict):
+    assert diff3(base, ours, theirs) == Merge(merged, conflict)
+    swapped = diff3(base, theirs, ours)
+    assert swapped.had_conflict == conflict
+    if not conflict:
+        assert swapped.merged == merged
+
+
+def test_diff3_style_and_labels():
+    result = diff3("a\nb\nc\n", "a\nX\nc\n", "a\nY\nc\n", style="diff3", labels=("mine", "orig", "yours"))
+    assert result == ("a\n<<<<<<< mine\nX\n||||||| orig\nb\n=======\nY\n>>>>>>> yours\nc\n", True)
+
+
+@pytest.mark.parametrize("args,error,word", [
+    ((None, "", ""), TypeError, "base"),
+    (("", b"x", ""), TypeError, "ours"),
+    (("", "", 3), TypeError, "theirs"),
+])
+def test_non_str_input_names_argument(args, error, word):
+    with pytest.raises(error, match=word):
+        diff3(*args)
+
+
+@pytest.mark.parametrize("kwargs,error,word", [
+    ({"style": "zealous"}, ValueError, "style"),
+    ({"labels": ("a", "b")}, TypeError, "labels"),
+    ({"labels": "abc"}, TypeError, "labels"),
+    ({"labels": ("a", 1, "c")}, TypeError, "labels"),
+    ({"labels": ("a", "b\nc", "d")}, ValueError, "labels"),
+])
+def test_bad_options_name_argument(kwargs, error, word):
+    with pytest.raises(error, match=word):
+        diff3("a\n", "b\n", "c\n", **kwargs)
+
+
+def test_gap_of_few_distinct_lines_merges_finely():
+    # No line is unique, so the Myers search must place both ticks.
+    base = ["- [ ] todo", "- [ ] todo", ""] * 400
+    ours, theirs = list(base), list(base)
+    ours[30] = ours[900] = "- [x] todo"
+    theirs[450] = "- [x] todo"
+    expected = list(base)
+    expected[30] = expected[450] = expected[900] = "- [x] todo"
+    join = "\n".join
+    assert diff3(join(base) + "\n", join(ours) + "\n", join(theirs) + "\n") == (join(expected) + "\n", False)
+
+
+def test_gap_beyond_edit_budget_falls_back_to_one_block():
+    rng = random.Random(5)
+    base = "".join(rng.choice("xy") + "\n" for _ in range(1000))
+    ours = "".join(rng.choice("xy") + "\n" for _ in range(1000))
+    lines = base.split("\n")
+    theirs = "\n".join(lines[:500] + ["mid"] + lines[501:])
+    assert diff3(base, ours, base) == (ours, False)
+    merged, conflict = diff3(base, ours, theirs)
+    assert conflict and merged.count(C) == 1
+    head, rest = merged.split(C)
+    our_part, rest = rest.split(S)
+    their_part, tail = rest.split(E)
+    assert (head + our_part + tail, head + their_part + tail) == (ours, theirs)
+
+
+def lcs_length(a, b):
+    table = [[0] * (len(b) + 1) for _ in range(len(a) + 1)]
+    for i in range(len(a) - 1, -1, -1):
+        for j in range(len(b) - 1, -1, -1):
+            table[i][j] = table[i + 1][j + 1] + 1 if a[i] == b[j] else max(table[i + 1][j], table[i][j + 1])
+    return table[0][0]
+
+
+def test_myers_search_finds_a_longest_common_subsequence():
+    rng = random.Random(3)
+    for _ in range(500):
+        a = [rng.randint(0, 2) for _ in range(rng.randint(1, 15))]
+        b = [rng.randint(0, 2) for _ in range(rng.randint(1, 15))]
+        blocks = sorted(diff3_module._myers_blocks(a, b, 0, len(a), 0, len(b)))
+        i0 = j0 = 0
+        for i, j, size in blocks:
+            assert i >= i0 and j >= j0 and size > 0 and a[i:i + size] == b[j:j + size]
+            i0, j0 = i + size, j + size
+        assert sum(size for *_, size in blocks) == lcs_length(a, b)
+
+
+# ----------------------------------------------------- randomized properties
+
+def random_text(rng, alphabet="abc", most=12):
+    lines = [rng.choice(alphabet) for _ in range(rng.randint(0, most))]
+    text = "\n".join(lines)
+    return text + "\n" if lines and rng.random() < 0.8 else text
+
+
+def mutate(rng, text):
+    lines = text.split("\n")
+    for _ in range(rng.randint(0, 3)):
+        at = rng.randint(0, len(lines))
+        roll = rng.random()
+        if roll < 0.4:
+            lines.insert(at, rng.choice("abcxyz"))
+        elif roll < 0.7 and at < len(lines):
+            del lines[at]
+        elif at < len(lines):
+            lines[at] = rng.choice("abcxyz")
+    return "\n".join(lines)
+
+
+def test_properties_on_random_triples():
+    rng = random.Random(20261202)
+    for _ in range(3000):
+        base = random_text(rng)
+        ours, theirs = mutate(rng, base), mutate(rng, base)
+        assert diff3(base, base, theirs) == (theirs, False)
+        assert diff3(base, ours, base) == (ours, False)
+        assert diff3(base, ours, ours) == (ours, False)
+        forward, backward = diff3(base, ours, theirs), diff3(base, theirs, ours)
+        assert forward.had_conflict == backward.had_conflict
+        if not forward.had_conflict:
+            assert forward.merged == backward.merged
+        for line in forward.merged.split("\n"):
+            # markers always start a line; a line never glues to a marker
+            assert not any(m in line[1:] for m in ("<<<<<<< ", "=======", ">>>>>>> "))
+
+
+def disjoint_edits(rng, n):
+    """Edits (lo, hi, owner, lines) of distinct base ranges that cannot collide.
+
+    Runs of changed lines belong to one side each; insertions only go
+    between two lines nobody changes, so no insertion meets another edit.
+    """
+    owner = [rng.choice((None, None, None, "ours", "theirs")) for _ in range(n)]
+    edits, counter = [], [0]
+
+    def new_lines(side):
+        counter[0] += 1
+        return [f"{side}-{counter[0]}-{k}" for k in range(rng.randint(0, 3))]
+
+    i = 0
+    while i < n:
+        if owner[i] is None:
+            i += 1
+            continue
+        j = i
+        while j < n and owner[j] == owner[i]:
+            j += 1
+        edits.append((i, j, owner[i], new_lines(owner[i])))
+        i = j
+    for point in range(n + 1):
+        quiet = (point == 0 or owner[point - 1] is None) and (point == n or owner[point] is None)
+        if quiet and rng.random() < 0.15:
+            side = rng.choice(("ours", "theirs"))
+            edits.append((point, point, side, new_lines(side) or [f"{side}-{point}"]))
+    return sorted(edits, key=lambda e: (e[0], e[1]))
+
+
+def apply_edits(base, edits):
+    out, pos = [], 0
+    for lo, hi, _, lines in edits:
+        out += base[pos:lo] + lines
+        pos = hi
+    return out + base[pos:]
+
+
+def test_random_disjoint_edits_merge_to_oracle():
+    rng = random.Random(42)
+    for _ in range(2000):
+        base = [f"line {k}" for k in range(rng.randint(0, 25))]
+        edits = disjoint_edits(rng, len(base))
+        ours = apply_edits(base, [e for e in edits if e[2] == "ours"])
+        theirs = apply_edits(base, [e for e in edits if e[2] == "theirs"])
+        expected = apply_edits(base, edits)
+
+        def text(lines):
+            return "".join(line + "\n" for line in lines)
+
+        assert diff3(text(base), text(ours), text(theirs)) == (text(expected), False)
+
+
+# ------------------------------------------------------------------- CLI
+
+@pytest.fixture
+def files(tmp_path):
+    def write(**texts):
+        paths = {}
+        for name, text in texts.items():
+            path = tmp_path / name
+            path.write_bytes(text if isinstance(text, bytes) else text.encode())
+            paths[name] = str(path)
+        return paths
+    return write
+
+
+def test_cli_clean_merge(files, capsysbinary):
+    p = files(ours="A\nb\nc\n", base="a\nb\nc\n", theirs="a\nb\nC\n")
+    assert main([p["ours"], p["base"], p["theirs"]]) == 0
+    assert capsysbinary.readouterr().out == b"A\nb\nC\n"
+
+
+def test_cli_conflict_labels_default_to_paths(files, capsysbinary):
+    p = files(ours="X\n", base="a\n", theirs="Y\n")
+    assert main([p["ours"], p["base"], p["theirs"], "--diff3"]) == 1
+    out = capsysbinary.readouterr().out.decode()
+    assert out == f"<<<<<<< {p['ours']}\nX\n||||||| {p['base']}\na\n=======\nY\n>>>>>>> {p['theirs']}\n"
+
+
+def test_cli_labels(files, capsysbinary):
+    p = files(ours="X\n", base="a\n", theirs="Y\n")
+    assert main(["-L", "mine", "-L", "old", p["ours"], p["base"], p["theirs"]]) == 1
+    out = capsysbinary.readouterr().out.decode()
+    assert out.startswith("<<<<<<< mine\n") and out.endswith(f">>>>>>> {p['theirs']}\n")
+
+
+def test_cli_too_many_labels(files, capsysbinary):
+    p = files(ours="X\n", base="a\n", theirs="Y\n")
+    with pytest.raises(SystemExit) as exit_info:
+        main(["-L", "1", "-L", "2", "-L", "3", "-L", "4", p["ours"], p["base"], p["theirs"]])
+    assert exit_info.value.code == 2
+    assert capsysbinary.readouterr().out == b""
+
+
+@pytest.mark.parametrize("broken,message", [("missing", "No such file"), ("latin1", "not UTF-8")])
+def test_cli_trouble(files, capsysbinary, broken, message):
+    p = files(ours="x\n", base="x\n", theirs=b"caf\xe9\n")
+    args = [p["ours"], p["base"], p["theirs"] if broken == "latin1" else p["theirs"] + ".missing"]
+    assert main(args) == 2
+    captured = capsysbinary.readouterr()
+    assert captured.out == b""
+    assert message in captured.err.decode() and captured.err.decode().count("\n") == 1
+
+
+def test_python_dash_m(files):
+    p = files(ours="a\r\nX\r\n", base="a\r\nb\r\n", theirs="a\r\nb\r\nc")
+    run = subprocess.run([sys.executable, "-m", "diff3", p["ours"], p["base"], p["theirs"]],
+                         capture_output=True, cwd=diff3_module.__file__.rsplit("/", 1)[0])
+    assert (run.returncode, run.stdout, run.stderr) == (0, b"a\r\nX\r\nc", b"")
