@@ -53,7 +53,7 @@ def sentence(rng: random.Random, words: int) -> str:
     return " ".join(rng.choice(WORDS) for _ in range(words)).capitalize() + "."
 
 
-def text_lines(rng: random.Random, lines: list) -> list:
+def text_lines(lines: list) -> list:
     """Indices of lines holding text (not blank, not headings): the ones edits touch."""
     return [i for i, line in enumerate(lines) if line and not line.startswith("#")]
 
@@ -70,9 +70,13 @@ def scenarios(size: int, name: str):
     rng = random.Random(size)
     lines = prose(size, rng)
     base = "\n".join(lines) + "\n"
-    candidates = text_lines(rng, lines)
+    candidates = text_lines(lines)
     edits = max(2, size // 2048)
-    spots = sorted(rng.sample(candidates[:-1], min(edits * 2, len(candidates) - 1)))
+    spots = []  # text lines at least three apart, so each edit stands alone
+    for i in sorted(rng.sample(candidates[:-1], min(edits * 3, len(candidates) - 1))):
+        if not spots or i - spots[-1] >= 3:
+            spots.append(i)
+    spots = spots[:edits * 2]
     ours_spots, theirs_spots = spots[0::2], spots[1::2]
     yield f"scattered {name}", base, edited(lines, ours_spots, "ours"), edited(lines, theirs_spots, "theirs")
     adjacent = [i for i in spots[:edits] if i + 1 in candidates]

@@ -67,6 +67,7 @@ import argparse
 import array
 import bisect
 import difflib
+import itertools
 import math
 import sys
 from collections import Counter
@@ -234,7 +235,8 @@ def _intern(texts: Sequence[List[str]]) -> List[List[int]]:
     Comparing list slices then stops at an identity check per element
     instead of comparing strings.
     """
-    ids = {line: n for n, line in enumerate(dict.fromkeys(line for lines in texts for line in lines))}
+    distinct = dict.fromkeys(itertools.chain.from_iterable(texts))
+    ids = dict(zip(distinct, range(len(distinct))))
     return [list(map(ids.__getitem__, lines)) for lines in texts]
 
 
@@ -293,7 +295,8 @@ def _matching_blocks(a: Sequence, b: Sequence) -> List[Tuple[int, int, int]]:
             blocks.append((a_hi, b_hi, size))
         if a_lo == a_hi or b_lo == b_hi:
             continue
-        anchors = _unique_anchors(a[a_lo:a_hi], b[b_lo:b_hi])
+        small = (a_hi - a_lo) * (b_hi - b_lo) <= _SMALL_GAP
+        anchors = [] if small else _unique_anchors(a[a_lo:a_hi], b[b_lo:b_hi])
         if not anchors:
             blocks += _gap_blocks(a, b, a_lo, a_hi, b_lo, b_hi)
             continue
@@ -342,8 +345,8 @@ def _unique_anchors(a: Sequence, b: Sequence) -> List[Tuple[int, int]]:
     diff): these lines are the safest places to align the two sequences.
     """
     count_a, count_b = Counter(a), Counter(b)
-    where_b = {x: j for j, x in enumerate(b) if count_b[x] == 1}
-    pairs = [(i, where_b[x]) for i, x in enumerate(a) if count_a[x] == 1 and x in where_b]
+    where_b = dict(zip(b, range(len(b))))
+    pairs = [(i, where_b[x]) for i, x in enumerate(a) if count_a[x] == 1 and count_b[x] == 1]
     if sorted(pairs, key=itemgetter(1)) == pairs:  # common: nothing moved
         return pairs
     tails: List[int] = []  # tails[n]: smallest j ending an ascending chain of n+1 pairs

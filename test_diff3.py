@@ -156,7 +156,7 @@ def mutate(rng, text):
         at = rng.randint(0, len(lines))
         roll = rng.random()
         if roll < 0.4:
-            lines.insert(at, rng.choice("abcxyz"))
+            lines.insert(at, rng.choice("abcxyz") * rng.randint(1, 3))
         elif roll < 0.7 and at < len(lines):
             del lines[at]
         elif at < len(lines):
@@ -179,6 +179,38 @@ def test_properties_on_random_triples():
         for line in forward.merged.split("\n"):
             # markers always start a line; a line never glues to a marker
             assert not any(m in line[1:] for m in ("<<<<<<< ", "=======", ">>>>>>> "))
+
+
+def test_properties_on_large_random_triples():
+    # Big enough that anchors on unique lines and Myers' search do the work.
+    rng = random.Random(7)
+    words = [f"w{k}" for k in range(150)]
+    for _ in range(150):
+        base = random_text(rng, words, most=300)
+        ours, theirs = base, base
+        for _ in range(rng.randint(1, 4)):
+            ours, theirs = mutate(rng, ours), mutate(rng, theirs)
+        assert diff3(base, ours, base) == (ours, False)
+        assert diff3(base, ours, ours) == (ours, False)
+        forward, backward = diff3(base, ours, theirs), diff3(base, theirs, ours)
+        assert forward.had_conflict == backward.had_conflict
+        if not forward.had_conflict:
+            assert forward.merged == backward.merged
+
+
+def test_moved_block_and_separate_edit():
+    base = [f"line {k}" for k in range(200)]
+    ours = base[:10] + base[21:] + base[10:21]
+    ours[100] = "ours edit"
+    theirs = list(base)
+    theirs[150] = "theirs edit"
+    expected = list(ours)
+    expected[ours.index("line 150")] = "theirs edit"
+
+    def text(lines):
+        return "".join(line + "\n" for line in lines)
+
+    assert diff3(text(base), text(ours), text(theirs)) == (text(expected), False)
 
 
 def disjoint_edits(rng, n):

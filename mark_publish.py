@@ -1,0 +1,539 @@
+"""Publish to a Mark Protocol server over HTTP without losing concurrent edits.
+
+    >>> from mark_publish import MarkClient, mark_publish
+    >>> client = MarkClient("http://127.0.0.1:6309", token=os.environ["MARK_TOKEN"])
+    >>> page = client.fetch("/notes.md")                  # MarkResponse(status, metadata, body)
+    >>> version = int(page.metadata["version"])
+    >>> res = mark_publish(client, "/notes.md", edit(page.body), expected_version=version,
+    ...                    on_conflict="merge")
+    >>> print(res.to_text())
+    status: ok
+    version: 8
+    merged: true
+    base-version: 6
+    their-version: 7
+
+    $ MARK_TOKEN=... python -m mark_publish --server URL /notes.md --expected-version 6 \\
+          --on-conflict merge --file notes.md      # exit 0 ok, 1 conflict, 2 error
+
+Mark documents are versioned and immutable; a PUBLISH carries the version
+the caller edited (`expected-version`) and loses to any writer that came in
+between with status `conflict`.  With the default `on_conflict="fail"` that
+conflict is returned as it is.  With `on_conflict="merge"` the loop in
+`merge_and_publish` takes over:
+
+1. FETCH the version the caller edited (the base; "" for version 0).
+   Versions are immutable, so the client caches them.
+2. FETCH the current document (theirs) and its version.
+3. `diff3(base, ours, theirs)`.  Clean: PUBLISH the merge against that
+   version.  Overlapping edits: publish nothing and return `status:
+   conflict, mergeable: false` with the marked body for a person or an LLM.
+4. If that PUBLISH conflicts too (yet another writer), go back to 2, at most
+   `max_retries` times, then return `reason: contention`.
+
+Every path either publishes a body holding the caller's edits or publishes
+nothing and says so: a body is never silently dropped.
+
+The wire format is Mark over HTTP (binding v1): the Mark verb is the HTTP
+method, the Mark request (a frontmatter block, then the body) is the HTTP
+body, and the Mark response comes back the same way with HTTP 200.  This
+file needs `requests` and `diff3.py` beside it; vendor the two together.
+"""
+
+import argparse
+import ipaddress
+import os
+import re
+import sys
+from collections import OrderedDict
+from dataclasses import dataclass, fields
+from typing import Dict, NamedTuple, Optional, Sequence
+from urllib.parse import quote, urlsplit
+
+import requests
+
+from diff3 import diff3
+
+__all__ = [
+    "MarkClient", "MarkResponse", "MarkError", "PublishResult",
+    "mark_publish", "merge_and_publish", "mark_append", "MARK_PUBLISH_TOOL", "main",
+]
+
+MARK_PUBLISH_TOOL = {
+    "name": "mark_publish",
+    "description": (
+        "Publish a markdown document to a Mark server. Pass the version you edited as "
+        "expected_version. If someone published in between, on_conflict='merge' merges "
+        "disjoint edits automatically and returns status: conflict with git-style markers "
+        "in the body only when edits overlap; on_conflict='fail' returns the conflict as is."
+    ),
+    "inputSchema": {
+        "type": "object",
+        "properties": {
+            "path": {"type": "string", "description": "Document path, e.g. /notes/plan.md"},
+            "body": {"type": "string", "description": "The full new markdown body"},
+            "expected_version": {
+                "type": "integer", "minimum": 0,
+                "description": "The version the body was edited from; 0 creates a new document",
+            },
+            "on_conflict": {"type": "string", "enum": ["fail", "merge"], "default": "fail"},
+        },
+        "required": ["path", "body", "expected_version"],
+    },
+}
+
+DEFAULT_TIMEOUT = 10.0
+_CACHED_VERSIONS = 64  # immutable versions kept per client
+
+
+class MarkResponse(NamedTuple):
+    status: str
+    metadata: Dict[str, str]
+    body: str
+
+
+class MarkError(Exception):
+    """A Mark error status, or a transport failure (status "transport")."""
+
+    def __init__(self, status: str, message: str, metadata: Optional[Dict[str, str]] = None):
+        super().__init__(f"{status}: {message}")
+        self.status = status
+        self.message = message
+        self.metadata = dict(metadata or {})
+
+    @classmethod
+    def from_response(cls, response: MarkResponse, doing: str) -> "MarkError":
+        message = " ".join(line.lstrip("# ") for line in response.body.split("\n") if line.strip())
+        return cls(response.status, f"{doing}: {message or response.status}", response.metadata)
+
+
+@dataclass
+class PublishResult:
+    """What a publish came to; `to_text()` is the agent-facing answer."""
+
+    status: str
+    version: Optional[int] = None
+    merged: Optional[bool] = None
+    base_version: Optional[int] = None
+    their_version: Optional[int] = None
+    your_version: Optional[int] = None
+    current_version: Optional[int] = None
+    mergeable: Optional[bool] = None
+    reason: Optional[str] = None
+    retries: Optional[int] = None
+    body: Optional[str] = None
+
+    def to_text(self) -> str:
+        lines = []
+        for field in fields(self):
+            value = getattr(self, field.name)
+            if field.name == "body" or value is None:
+                continue
+            if isinstance(value, bool):
+                value = "true" if value else "false"
+            lines.append(f"{field.name.replace('_', '-')}: {value}\n")
+        if self.body is not None:
+            lines.append("\n" + self.body)
+        return "".join(lines)
+
+
+class MarkClient:
+    """A Mark server over HTTP: one keep-alive session, a timeout on every request.
+
+    Methods return every Mark status (conflict, not-found, ...) as a
+    `MarkResponse` and raise `MarkError` only when no Mark response came
+    back.  One client per thread: a requests.Session is not thread-safe.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        token: Optional[str] = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        session: Optional[requests.Session] = None,
+        allow_insecure_http: bool = False,
+    ):
+        if not isinstance(base_url, str):
+            raise TypeError(f"base_url must be str, not {type(base_url).__name__}")
+        parts = urlsplit(base_url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"base_url must be an http:// or https:// URL with a host, not {base_url!r}")
+        if parts.query or parts.fragment or parts.username or parts.password:
+            raise ValueError("base_url must not carry a query, fragment or credentials")
+        if token is not None and (not isinstance(token, str) or not token):
+            raise TypeError("token must be a non-empty str or None")
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
+            raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}")
+        if token and parts.scheme == "http" and not _is_loopback(parts.hostname) and not allow_insecure_http:
+            raise ValueError(
+                "refusing to send the token over plain http:// to a non-loopback host; "
+                "use https://, or pass allow_insecure_http=True if the network is trusted"
+            )
+        self.base_url = base_url.rstrip("/")
+        self.timeout = timeout
+        self._token = token
+        self._session = session or requests.Session()
+        self._versions: "OrderedDict[tuple, MarkResponse]" = OrderedDict()
+
+    def __repr__(self) -> str:
+        return f"MarkClient({self.base_url!r}, token={'<set>' if self._token else None})"
+
+    def __enter__(self) -> "MarkClient":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._session.close()
+
+    def fetch(self, path: str, version: Optional[int] = None) -> MarkResponse:
+        """FETCH the current document, or `version` of it (cached: versions never change)."""
+        if version is None:
+            return self.request("FETCH", path)
+        _check_int("version", version, minimum=1)
+        key = (path, version)
+        if key in self._versions:
+            self._versions.move_to_end(key)
+            return self._versions[key]
+        response = self.request("FETCH", f"{path}/v{version}")
+        if response.status == "ok":
+            self._versions[key] = response
+            if len(self._versions) > _CACHED_VERSIONS:
+                self._versions.popitem(last=False)
+        return response
+
+    def publish(self, path: str, body: str, expected_version: Optional[int] = None,
+                metadata: Optional[Dict[str, str]] = None) -> MarkResponse:
+        """PUBLISH `body`; `expected_version` guards against overwriting newer writes."""
+        metadata = dict(metadata or {})
+        if expected_version is not None:
+            _check_int("expected_version", expected_version, minimum=0)
+            metadata["expected-version"] = str(expected_version)
+        return self.request("PUBLISH", path, metadata, body)
+
+    def append(self, path: str, text: str, expected_version: int) -> MarkResponse:
+        """APPEND `text` after the current version, which must be `expected_version`."""
+        _check_int("expected_version", expected_version, minimum=1)
+        return self.request("APPEND", path, {"expected-version": str(expected_version)}, text)
+
+    def versions(self, path: str) -> MarkResponse:
+        """VERSIONS: `total`, `current` and `chain-valid` of a document."""
+        return self.request("VERSIONS", path)
+
+    def request(self, verb: str, path: str, metadata: Optional[Dict[str, str]] = None,
+                body: str = "") -> MarkResponse:
+        """Send any Mark request; the token is added as `auth` metadata."""
+        _check_path(path)
+        if not isinstance(body, str):
+            raise TypeError(f"body must be str, not {type(body).__name__}")
+        metadata = dict(metadata or {})
+        if self._token:
+            metadata["auth"] = self._token
+        payload = write_frontmatter(metadata) if (metadata or body) else ""
+        url = self.base_url + quote(path, safe="/")
+        try:
+            http = self._session.request(
+                verb, url, data=(payload + body).encode("utf-8"), timeout=self.timeout,
+                headers={"Content-Type": "text/markdown; charset=utf-8"},
+            )
+        except requests.RequestException as error:
+            raise MarkError("transport", f"{verb} {url} failed: {type(error).__name__}") from None
+        if http.status_code != 200:
+            raise MarkError("transport", f"HTTP {http.status_code} from {verb} {url}: not a Mark server?")
+        try:
+            metadata, body = read_frontmatter(http.content.decode("utf-8"))
+            return MarkResponse(metadata.pop("status"), metadata, body)
+        except (UnicodeDecodeError, ValueError, KeyError):
+            raise MarkError("transport", f"HTTP 200 from {verb} {url} is not a Mark response") from None
+
+
+def mark_publish(
+    client: MarkClient,
+    path: str,
+    body: str,
+    expected_version: int,
+    on_conflict: str = "fail",
+    max_retries: int = 3,
+    metadata: Optional[Dict[str, str]] = None,
+) -> PublishResult:
+    """PUBLISH `body`, edited from `expected_version`; on "merge", merge a lost race.
+
+    Raises `MarkError` for any Mark error status and for transport failures.
+    """
+    _check_publish(path, body, expected_version, max_retries)
+    if on_conflict not in ("fail", "merge"):
+        raise ValueError(f'on_conflict must be "fail" or "merge", not {on_conflict!r}')
+    response = client.publish(path, body, expected_version, metadata)
+    if response.status in ("ok", "created"):
+        return PublishResult("ok", version=_version(response, "version"), merged=False)
+    if response.status != "conflict":
+        raise MarkError.from_response(response, f"PUBLISH {path}")
+    if on_conflict == "fail":
+        return PublishResult("conflict", your_version=expected_version,
+                             current_version=_version(response, "server-version"))
+    return merge_and_publish(client, path, body, expected_version, max_retries, metadata)
+
+
+def merge_and_publish(
+    client: MarkClient,
+    path: str,
+    ours: str,
+    expected_version: int,
+    max_retries: int = 3,
+    metadata: Optional[Dict[str, str]] = None,
+) -> PublishResult:
+    """Merge `ours` (edited from `expected_version`) onto the latest version and publish it."""
+    _check_publish(path, ours, expected_version, max_retries)
+    base = ""
+    if expected_version:
+        response = client.fetch(path, version=expected_version)
+        if response.status != "ok":
+            raise MarkError.from_response(response, f"FETCH {path}/v{expected_version}")
+        base = response.body
+    current_version = None
+    for _ in range(max_retries):
+        latest = client.fetch(path)
+        if latest.status != "ok":
+            raise MarkError.from_response(latest, f"FETCH {path}")
+        their_version = _version(latest, "version")
+        merged, had_conflict = diff3(base, ours, latest.body)
+        if had_conflict:
+            return PublishResult("conflict", your_version=expected_version,
+                                 current_version=their_version, mergeable=False, body=merged)
+        response = client.publish(path, merged, their_version, metadata)
+        if response.status in ("ok", "created"):
+            return PublishResult("ok", version=_version(response, "version"), merged=True,
+                                 base_version=expected_version, their_version=their_version,
+                                 body=merged)
+        if response.status != "conflict":
+            raise MarkError.from_response(response, f"PUBLISH {path}")
+        current_version = _version(response, "server-version")
+    return PublishResult("conflict", your_version=expected_version, current_version=current_version,
+                         mergeable=False, reason="contention", retries=max_retries)
+
+
+def mark_append(client: MarkClient, path: str, body: str,
+                expected_version: Optional[int] = None) -> PublishResult:
+    """APPEND `body` to the end of the document; never merges.
+
+    With no `expected_version` (or 0), the current version is read first.
+    """
+    _check_path(path)
+    if not isinstance(body, str):
+        raise TypeError(f"body must be str, not {type(body).__name__}")
+    if not body:
+        raise ValueError("body must not be empty for an APPEND")
+    if expected_version is not None:
+        _check_int("expected_version", expected_version, minimum=0)
+    if not expected_version:
+        response = client.versions(path)
+        if response.status != "ok":
+            raise MarkError.from_response(response, f"VERSIONS {path}")
+        expected_version = _version(response, "current")
+    response = client.append(path, body, expected_version)
+    if response.status in ("ok", "created"):
+        return PublishResult("ok", version=_version(response, "version"), merged=False)
+    if response.status == "conflict":
+        return PublishResult("conflict", your_version=expected_version,
+                             current_version=_version(response, "server-version"))
+    raise MarkError.from_response(response, f"APPEND {path}")
+
+
+# ------------------------------------------------------------ frontmatter
+
+_PLAIN_KEY = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*\Z")
+_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t", "\r": "\\r"}
+_UNESCAPES = {
+    "0": "\0", "a": "\a", "b": "\b", "t": "\t", "\t": "\t", "n": "\n", "v": "\v", "f": "\f",
+    "r": "\r", "e": "\x1b", " ": " ", '"': '"', "/": "/", "\\": "\\",
+    "N": "\x85", "_": "\xa0", "L": "\u2028", "P": "\u2029",
+}
+_HEX_ESCAPES = {"x": 2, "u": 4, "U": 8}
+
+
+def write_frontmatter(metadata: Dict[str, str]) -> str:
+    """A Mark frontmatter block, keys sorted, each value a YAML double-quoted scalar."""
+    lines = []
+    for key in sorted(metadata):
+        value = metadata[key]
+        if not isinstance(key, str) or not _PLAIN_KEY.match(key):
+            raise ValueError(f"metadata key {key!r} must be letters, digits, '_', '-' or '.'")
+        if not isinstance(value, str):
+            raise TypeError(f"metadata value for {key!r} must be str, not {type(value).__name__}")
+        lines.append(f"{key}: {quote_scalar(value)}\n")
+    return "---\n" + ("".join(lines) or "\n") + "---\n"
+
+
+def quote_scalar(value: str) -> str:
+    """`value` as a YAML double-quoted scalar that Go's yaml.v3 reads back exactly."""
+    out = []
+    for char in value:
+        code = ord(char)
+        if char in _ESCAPES:
+            out.append(_ESCAPES[char])
+        elif code < 0x20 or 0x7F <= code <= 0x9F:
+            out.append(f"\\x{code:02x}")
+        elif char in "\ufeff\ufffe\uffff" or 0xD800 <= code <= 0xDFFF:
+            out.append(f"\\u{code:04x}")
+        elif code > 0xFFFF:
+            out.append(f"\\U{code:08x}")
+        else:
+            out.append(char)
+    return '"' + "".join(out) + '"'
+
+
+def read_frontmatter(text: str):
+    """Split a Mark message into (metadata, body); ValueError when malformed.
+
+    The block starts with "---\\n" at byte 0 and ends at the first
+    "\\n---\\n"; the body after it is returned byte for byte.
+    """
+    if not text.startswith("---\n"):
+        raise ValueError("no frontmatter")
+    end = text.find("\n---\n", 3)
+    if end < 0:
+        raise ValueError("frontmatter is not closed")
+    metadata = {}
+    for line in text[4:end].split("\n"):
+        if not line.strip():
+            continue
+        if line[0] in " \t":
+            raise ValueError(f"nested or indented YAML is not Mark frontmatter: {line!r}")
+        key, rest = _read_scalar(line, key=True)
+        if not rest.startswith(":") or rest[1:2] not in ("", " "):
+            raise ValueError(f"not a 'key: value' line: {line!r}")
+        value, rest = _read_scalar(rest[1:].strip(" "), key=False)
+        if rest.strip(" ") and not rest.strip(" ").startswith("#"):
+            raise ValueError(f"trailing text after value: {line!r}")
+        metadata[key] = value
+    return metadata, text[end + 5:]
+
+
+def _read_scalar(text: str, key: bool):
+    """Read a plain, single- or double-quoted scalar; return (value, the rest)."""
+    if text.startswith("'"):
+        match = re.match(r"'((?:[^']|'')*)'", text)
+        if not match:
+            raise ValueError(f"unterminated single-quoted scalar: {text!r}")
+        return match.group(1).replace("''", "'"), text[match.end():]
+    if text.startswith('"'):
+        return _read_double_quoted(text)
+    if key:
+        end = text.find(":")
+        value, rest = (text, "") if end < 0 else (text[:end], text[end:])
+    else:
+        comment = text.find(" #")
+        value, rest = (text, "") if comment < 0 else (text[:comment], text[comment:])
+    value = value.strip(" ")
+    if not value and key or value[:1] in ("|", ">", "[", "{", "&", "*", "!", "%", "@", "`"):
+        raise ValueError(f"unsupported YAML scalar: {text!r}")
+    return value, rest
+
+
+def _read_double_quoted(text: str):
+    out, i = [], 1
+    while i < len(text):
+        char = text[i]
+        if char == '"':
+            return "".join(out), text[i + 1:]
+        if char != "\\":
+            out.append(char)
+            i += 1
+            continue
+        escape = text[i + 1:i + 2]
+        if escape in _UNESCAPES:
+            out.append(_UNESCAPES[escape])
+            i += 2
+        elif escape in _HEX_ESCAPES:
+            digits = text[i + 2:i + 2 + _HEX_ESCAPES[escape]]
+            if len(digits) != _HEX_ESCAPES[escape] or not all(c in "0123456789abcdefABCDEF" for c in digits):
+                raise ValueError(f"bad \\{escape} escape in {text!r}")
+            out.append(chr(int(digits, 16)))
+            i += 2 + len(digits)
+        else:
+            raise ValueError(f"unknown escape \\{escape} in {text!r}")
+    raise ValueError(f"unterminated double-quoted scalar: {text!r}")
+
+
+# ---------------------------------------------------------------- helpers
+
+def _is_loopback(host: str) -> bool:
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _check_int(name: str, value, minimum: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, not {type(value).__name__}")
+    if value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, not {value}")
+
+
+def _check_path(path) -> None:
+    if not isinstance(path, str):
+        raise TypeError(f"path must be str, not {type(path).__name__}")
+    if not path.startswith("/"):
+        raise ValueError(f"path must start with '/': {path!r}")
+    if any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F for c in path):
+        raise ValueError(f"path must not contain NUL or control characters: {path!r}")
+
+
+def _check_publish(path, body, expected_version, max_retries) -> None:
+    _check_path(path)
+    if not isinstance(body, str):
+        raise TypeError(f"body must be str, not {type(body).__name__}")
+    _check_int("expected_version", expected_version, minimum=0)
+    _check_int("max_retries", max_retries, minimum=1)
+
+
+def _version(response: MarkResponse, key: str) -> int:
+    try:
+        return int(response.metadata[key])
+    except (KeyError, ValueError):
+        raise MarkError("transport", f"Mark response {response.status!r} lacks an integer {key!r}",
+                        response.metadata) from None
+
+
+# --------------------------------------------------------------------- CLI
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """`python -m mark_publish`: publish a file or stdin; exit 0 ok, 1 conflict, 2 error."""
+    parser = argparse.ArgumentParser(
+        prog="mark-publish",
+        description="Publish a markdown body to a Mark server. The token comes from $MARK_TOKEN.",
+    )
+    parser.add_argument("--server", required=True, help="base URL, e.g. http://127.0.0.1:6309")
+    parser.add_argument("path", help="document path, e.g. /notes.md")
+    parser.add_argument("--expected-version", type=int, required=True, metavar="N")
+    parser.add_argument("--on-conflict", choices=("fail", "merge"), default="fail")
+    parser.add_argument("--max-retries", type=int, default=3)
+    parser.add_argument("--file", help="read the body from FILE instead of stdin")
+    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT)
+    args = parser.parse_args(argv)
+    try:
+        if args.file:
+            with open(args.file, "rb") as file:
+                data = file.read()
+        else:
+            data = sys.stdin.buffer.read()
+        body = data.decode("utf-8")
+        with MarkClient(args.server, token=os.environ.get("MARK_TOKEN") or None,
+                        timeout=args.timeout) as client:
+            result = mark_publish(client, args.path, body, args.expected_version,
+                                  on_conflict=args.on_conflict, max_retries=args.max_retries)
+    except (MarkError, ValueError, TypeError, OSError) as error:
+        reason = error.strerror if isinstance(error, OSError) and error.strerror else error
+        print(f"mark-publish: {reason}".split("\n")[0], file=sys.stderr)
+        return 2
+    sys.stdout.buffer.write(result.to_text().encode("utf-8"))
+    sys.stdout.flush()
+    return 0 if result.status == "ok" else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,414 @@
+"""Unit tests of mark_publish.py against `responses`: no real network."""
+
+import io
+import json
+
+import pytest
+import requests
+import responses
+
+import mark_publish as mp
+from mark_publish import (MARK_PUBLISH_TOOL, MarkClient, MarkError, MarkResponse, PublishResult,
+                          mark_append, mark_publish, merge_and_publish)
+
+URL = "http://127.0.0.1:6309"
+TOKEN = "s3cret-token"
+
+BASE = "# Doc\n\nIntro.\n\nMiddle.\n\nEnd.\n"
+OURS = "# Doc\n\nIntro, ours.\n\nMiddle.\n\nEnd.\n"
+THEIRS = "# Doc\n\nIntro.\n\nMiddle.\n\nEnd, theirs.\n"
+MERGED = "# Doc\n\nIntro, ours.\n\nMiddle.\n\nEnd, theirs.\n"
+
+
+def mark(status, body="", **metadata):
+    """A Mark response body as a real server writes it: keys sorted, values quoted."""
+    metadata["status"] = status
+    lines = "".join(f'{key.replace("_", "-")}: "{value}"\n' for key, value in sorted(metadata.items()))
+    return f"---\n{lines}---\n{body}"
+
+
+def conflict(your, server):
+    return mark("conflict", "\n# Conflict\n\nsomeone published first\n", your_version=your, server_version=server)
+
+
+@pytest.fixture
+def server():
+    with responses.RequestsMock(assert_all_requests_are_fired=True) as mock:
+        yield mock
+
+
+@pytest.fixture
+def client():
+    with MarkClient(URL, token=TOKEN) as c:
+        yield c
+
+
+def add(server, verb, path, body):
+    server.add(verb, URL + path, body=body)
+
+
+def sent(server):
+    """(verb, path, metadata, body) of each request, in order."""
+    out = []
+    for call in server.calls:
+        metadata, body = mp.read_frontmatter(call.request.body.decode()) if call.request.body else ({}, "")
+        out.append((call.request.method, call.request.path_url, metadata, body))
+    return out
+
+
+# ------------------------------------------------------------ the loop
+
+def test_clean_merge_request_sequence_and_shape(server, client):
+    add(server, "PUBLISH", "/p", conflict(5, 6))
+    add(server, "FETCH", "/p/v5", mark("ok", BASE, version=5, current_version=6))
+    add(server, "FETCH", "/p", mark("ok", THEIRS, version=6))
+    add(server, "PUBLISH", "/p", mark("created", version=7))
+    res = mark_publish(client, "/p", OURS, expected_version=5, on_conflict="merge")
+    calls = sent(server)
+    assert [(v, p, m.get("expected-version")) for v, p, m, _ in calls] == [
+        ("PUBLISH", "/p", "5"), ("FETCH", "/p/v5", None), ("FETCH", "/p", None), ("PUBLISH", "/p", "6")]
+    assert len(calls) == 4
+    assert calls[3][3] == MERGED and calls[3][2]["auth"] == TOKEN
+    assert res == PublishResult("ok", version=7, merged=True, base_version=5, their_version=6, body=MERGED)
+    assert res.to_text() == (
+        "status: ok\nversion: 7\nmerged: true\nbase-version: 5\ntheir-version: 6\n\n" + MERGED)
+
+
+def test_success_on_second_try_does_not_refetch_base(server, client):
+    later = THEIRS.replace("Middle.", "Middle, third.")
+    add(server, "PUBLISH", "/p", conflict(5, 6))
+    add(server, "FETCH", "/p/v5", mark("ok", BASE, version=5, current_version=6))
+    add(server, "FETCH", "/p", mark("ok", THEIRS, version=6))
+    add(server, "PUBLISH", "/p", conflict(6, 7))
+    add(server, "FETCH", "/p", mark("ok", later, version=7))
+    add(server, "PUBLISH", "/p", mark("created", version=8))
+    res = mark_publish(client, "/p", OURS, 5, on_conflict="merge")
+    calls = sent(server)
+    assert [(v, p) for v, p, _, _ in calls[4:]] == [("FETCH", "/p"), ("PUBLISH", "/p")]
+    assert calls[-1][2]["expected-version"] == "7"
+    assert calls[-1][3] == MERGED.replace("Middle.", "Middle, third.")
+    assert (res.status, res.version, res.their_version, res.base_version) == ("ok", 8, 7, 5)
+
+
+def test_retry_exhaustion_reports_contention(server, client):
+    add(server, "PUBLISH", "/p", conflict(5, 6))
+    add(server, "FETCH", "/p/v5", mark("ok", BASE, version=5, current_version=6))
+    for n in (6, 7, 8):
+        add(server, "FETCH", "/p", mark("ok", THEIRS, version=n))
+        add(server, "PUBLISH", "/p", conflict(n, n + 1))
+    res = mark_publish(client, "/p", OURS, 5, on_conflict="merge", max_retries=3)
+    assert len(server.calls) == 8
+    assert res.body is None
+    assert res.to_text() == ("status: conflict\nyour-version: 5\ncurrent-version: 9\n"
+                             "mergeable: false\nreason: contention\nretries: 3\n")
+
+
+def test_overlap_returns_markers_and_publishes_nothing(server, client):
+    add(server, "PUBLISH", "/p", conflict(5, 6))
+    add(server, "FETCH", "/p/v5", mark("ok", BASE, version=5, current_version=6))
+    add(server, "FETCH", "/p", mark("ok", BASE.replace("Intro.", "Intro, theirs."), version=6))
+    res = mark_publish(client, "/p", OURS, 5, on_conflict="merge")
+    assert [c[0] for c in sent(server)] == ["PUBLISH", "FETCH", "FETCH"]
+    assert (res.status, res.your_version, res.current_version, res.mergeable) == ("conflict", 5, 6, False)
+    assert "<<<<<<< ours\nIntro, ours.\n=======\nIntro, theirs.\n>>>>>>> theirs\n" in res.body
+    assert res.to_text() == ("status: conflict\nyour-version: 5\ncurrent-version: 6\nmergeable: false\n\n"
+                             + res.body)
+
+
+def test_expected_version_zero_against_existing_document(server, client):
+    add(server, "PUBLISH", "/p", conflict(0, 3))
+    add(server, "FETCH", "/p", mark("ok", THEIRS, version=3))
+    res = mark_publish(client, "/p", OURS, 0, on_conflict="merge")
+    assert [(c[0], c[1]) for c in sent(server)] == [("PUBLISH", "/p"), ("FETCH", "/p")]
+    assert res.status == "conflict" and res.mergeable is False and "<<<<<<< ours\n" in res.body
+
+
+def test_fail_mode_sends_exactly_one_request(server, client):
+    add(server, "PUBLISH", "/p", conflict(5, 6))
+    res = mark_publish(client, "/p", OURS, 5)
+    assert len(server.calls) == 1
+    assert res == PublishResult("conflict", your_version=5, current_version=6)
+    assert res.to_text() == "status: conflict\nyour-version: 5\ncurrent-version: 6\n"
+
+
+@pytest.mark.parametrize("status", ["created", "ok"])
+def test_publish_without_conflict(server, client, status):
+    add(server, "PUBLISH", "/p", mark(status, version=5))
+    res = mark_publish(client, "/p", OURS, 5, on_conflict="merge")
+    assert res.to_text() == "status: ok\nversion: 5\nmerged: false\n" and res.body is None
+
+
+def test_base_version_cache_is_bounded_and_reused(server, client):
+    add(server, "FETCH", "/p/v1", mark("ok", "one", version=1))
+    for _ in range(3):
+        assert client.fetch("/p", version=1).body == "one"
+    assert len(server.calls) == 1
+    for n in range(2, mp._CACHED_VERSIONS + 2):
+        add(server, "FETCH", f"/p/v{n}", mark("ok", str(n), version=n))
+        client.fetch("/p", version=n)
+    assert len(client._versions) == mp._CACHED_VERSIONS and ("/p", 1) not in client._versions
+
+
+def test_merge_and_publish_directly(server, client):
+    add(server, "FETCH", "/p/v5", mark("ok", BASE, version=5, current_version=6))
+    add(server, "FETCH", "/p", mark("ok", THEIRS, version=6))
+    add(server, "PUBLISH", "/p", mark("created", version=7))
+    res = merge_and_publish(client, "/p", OURS, 5, metadata={"title": "x"})
+    assert res.version == 7 and sent(server)[-1][2]["title"] == "x"
+
+
+# ------------------------------------------------------------ mark_append
+
+def test_append_reads_version_first_and_never_merges(server, client):
+    add(server, "VERSIONS", "/log", mark("ok", total=4, current=4, chain_valid="true"))
+    add(server, "APPEND", "/log", conflict(4, 5))
+    res = mark_append(client, "/log", "entry")
+    assert [(c[0], c[2].get("expected-version")) for c in sent(server)] == [("VERSIONS", None), ("APPEND", "4")]
+    assert res.to_text() == "status: conflict\nyour-version: 4\ncurrent-version: 5\n"
+
+
+def test_append_ok(server, client):
+    add(server, "APPEND", "/log", mark("created", version=8))
+    assert mark_append(client, "/log", "entry", expected_version=7).to_text() == (
+        "status: ok\nversion: 8\nmerged: false\n")
+
+
+# ------------------------------------------------------------ errors
+
+BAD = [
+    (dict(path="p"), ValueError, "path"),
+    (dict(path=b"/p"), TypeError, "path"),
+    (dict(path="/a\x00b"), ValueError, "path"),
+    (dict(path="/a\nb"), ValueError, "path"),
+    (dict(body=None), TypeError, "body"),
+    (dict(expected_version=-1), ValueError, "expected_version"),
+    (dict(expected_version=True), TypeError, "expected_version"),
+    (dict(expected_version="5"), TypeError, "expected_version"),
+    (dict(on_conflict="retry"), ValueError, "on_conflict"),
+    (dict(max_retries=0), ValueError, "max_retries"),
+    (dict(max_retries=2.0), TypeError, "max_retries"),
+]
+
+
+@pytest.mark.parametrize("change,error,word", BAD)
+def test_bad_input_sends_nothing(server, client, change, error, word):
+    args = dict(path="/p", body="x", expected_version=1, on_conflict="merge", max_retries=3)
+    args.update(change)
+    with pytest.raises(error, match=word):
+        mark_publish(client, **args)
+    assert len(server.calls) == 0
+
+
+@pytest.mark.parametrize("change,error,word", [
+    (dict(body=""), ValueError, "body"), (dict(body=3), TypeError, "body"),
+    (dict(expected_version=-2), ValueError, "expected_version"), (dict(path="x"), ValueError, "path"),
+])
+def test_bad_append_sends_nothing(server, client, change, error, word):
+    args = dict(path="/p", body="x", expected_version=1)
+    args.update(change)
+    with pytest.raises(error, match=word):
+        mark_append(client, **args)
+    assert len(server.calls) == 0
+
+
+@pytest.mark.parametrize("kwargs,error,word", [
+    (dict(base_url="ftp://host"), ValueError, "base_url"),
+    (dict(base_url=5), TypeError, "base_url"),
+    (dict(base_url="http://u:p@127.0.0.1"), ValueError, "base_url"),
+    (dict(timeout=0), ValueError, "timeout"),
+    (dict(token=""), TypeError, "token"),
+    (dict(base_url="http://example.com", token=TOKEN), ValueError, "http"),
+])
+def test_bad_client_arguments(kwargs, error, word):
+    args = dict(base_url=URL, token=None)
+    args.update(kwargs)
+    with pytest.raises(error, match=word) as info:
+        MarkClient(**args)
+    assert TOKEN not in str(info.value)
+
+
+@pytest.mark.parametrize("host", ["http://localhost:1", "http://127.8.0.1", "http://[::1]:80", "https://example.com"])
+def test_token_allowed_on_loopback_and_https(host):
+    assert MarkClient(host, token=TOKEN)
+
+
+def test_insecure_http_needs_explicit_consent():
+    assert MarkClient("http://10.0.0.2", token=TOKEN, allow_insecure_http=True)
+
+
+def test_token_never_in_repr_url_or_error(server):
+    client = MarkClient(URL, token=TOKEN)
+    assert TOKEN not in repr(client)
+    add(server, "PUBLISH", "/p", mark("unauthorized", "\n# Unauthorized\n\nbad token\n"))
+    with pytest.raises(MarkError) as info:
+        mark_publish(client, "/p", "x", 1)
+    assert TOKEN not in str(info.value) and TOKEN not in repr(info.value)
+    assert TOKEN not in server.calls[0].request.url
+    assert info.value.status == "unauthorized" and "bad token" in info.value.message
+
+
+@pytest.mark.parametrize("status", ["not-found", "not-permitted", "archived", "bad-request", "server-error"])
+def test_error_status_mid_loop_raises_and_publishes_nothing_more(server, client, status):
+    add(server, "PUBLISH", "/p", conflict(5, 6))
+    add(server, "FETCH", "/p/v5", mark("ok", BASE, version=5, current_version=6))
+    add(server, "FETCH", "/p", mark(status, "\n# Oops\n\nthe reason\n", detail="d"))
+    with pytest.raises(MarkError) as info:
+        mark_publish(client, "/p", OURS, 5, on_conflict="merge")
+    assert info.value.status == status and info.value.metadata == {"detail": "d"}
+    assert "the reason" in str(info.value)
+    assert [c[0] for c in sent(server)].count("PUBLISH") == 1
+
+
+def test_missing_base_version_raises(server, client):
+    add(server, "PUBLISH", "/p", conflict(5, 6))
+    add(server, "FETCH", "/p/v5", mark("not-found", "\n# Not found\n\n/p/v5 not found\n"))
+    with pytest.raises(MarkError, match="not-found"):
+        mark_publish(client, "/p", OURS, 5, on_conflict="merge")
+
+
+def test_merge_publish_rejected(server, client):
+    add(server, "FETCH", "/p/v5", mark("ok", BASE, version=5))
+    add(server, "FETCH", "/p", mark("ok", THEIRS, version=6))
+    add(server, "PUBLISH", "/p", mark("archived", ""))
+    with pytest.raises(MarkError, match="archived"):
+        merge_and_publish(client, "/p", OURS, 5)
+
+
+@pytest.mark.parametrize("reply,word", [
+    (dict(status=502, body="Bad gateway"), "HTTP 502"),
+    (dict(status=200, body="<html>hello</html>"), "not a Mark response"),
+    (dict(status=200, body="---\nversion: 1\n---\n"), "not a Mark response"),
+    (dict(status=200, body=b"---\nstatus: ok\n---\n\xff"), "not a Mark response"),
+    (dict(body=requests.ConnectionError("refused")), "ConnectionError"),
+    (dict(body=requests.Timeout("slow")), "Timeout"),
+])
+def test_transport_failures(server, client, reply, word):
+    server.add("FETCH", URL + "/p", **reply)
+    with pytest.raises(MarkError, match=word) as info:
+        client.fetch("/p")
+    assert info.value.status == "transport"
+    if "HTTP" in word:
+        assert URL + "/p" in str(info.value)
+
+
+def test_transport_failure_mid_loop(server, client):
+    add(server, "PUBLISH", "/p", conflict(5, 6))
+    server.add("FETCH", URL + "/p/v5", body=requests.ConnectionError("gone"))
+    with pytest.raises(MarkError, match="transport"):
+        mark_publish(client, "/p", OURS, 5, on_conflict="merge")
+
+
+def test_missing_version_field_is_a_clear_error(server, client):
+    add(server, "PUBLISH", "/p", mark("created"))
+    with pytest.raises(MarkError, match="version"):
+        mark_publish(client, "/p", "x", 1)
+
+
+# ------------------------------------------------------------ wire format
+
+@pytest.mark.parametrize("value", [
+    "plain", "", "a # not a comment", "key: value", '"quoted"', "'single'", "back\\slash",
+    "tab\there", "line\nbreak", "\x00\x01\x1f\x7f\x85\x9f", "\ufeff\ufffe\uffff", "caf\u00e9 \u4e2d",
+    "rocket \U0001F680", "true", "null", "007", " leading", "trailing ", "- dash", "[x]", "{y}",
+])
+def test_frontmatter_round_trip(value):
+    text = mp.write_frontmatter({"k": value, "auth": "t"}) + "body"
+    assert mp.read_frontmatter(text) == ({"k": value, "auth": "t"}, "body")
+    assert "\ud83d" not in text  # no surrogate pairs, as json.dumps would write
+
+
+def test_writer_escapes_like_yaml():
+    assert mp.quote_scalar("a\"b\\c\x85\U0001F680\ufeff") == '"a\\"b\\\\c\\x85\\U0001f680\\ufeff"'
+    assert mp.write_frontmatter({}) == "---\n\n---\n"
+    assert mp.write_frontmatter({"b": "1", "a": "2"}) == '---\na: "2"\nb: "1"\n---\n'
+
+
+@pytest.mark.parametrize("bad", [{"a b": "x"}, {"": "x"}, {"k": 1}])
+def test_writer_rejects_bad_metadata(bad):
+    with pytest.raises((ValueError, TypeError)):
+        mp.write_frontmatter(bad)
+
+
+@pytest.mark.parametrize("line,value", [
+    ("version: 7", "7"), ('version: "7"', "7"), ("version: '7'", "7"), ("k: 'it''s'", "it's"),
+    ('"1": x', None), ("k: plain # comment", "plain"), ("k:", ""), ('k: "\\t\\n\\r\\0\\a\\b\\v\\f\\e"', "\t\n\r\0\a\b\v\f\x1b"),
+    ('k: "\\" \\/ \\\\ \\N \\_ \\L \\P"', '" / \\ \x85 \xa0 \u2028 \u2029'),
+    ('k: "\\x41\\u00e9\\U0001F680"', "A\u00e9\U0001F680"), ("k: a: b", "a: b"),
+])
+def test_reader_accepts_real_quoting(line, value):
+    metadata, body = mp.read_frontmatter(f"---\n{line}\n---\nrest")
+    assert body == "rest"
+    if value is None:
+        assert metadata == {"1": "x"}
+    else:
+        assert metadata == {"k" if not line.startswith("version") else "version": value}
+
+
+@pytest.mark.parametrize("text", [
+    "no frontmatter", "---\nk: v\n", "---\nk: |\n  block\n---\n", "---\nk: [a, b]\n---\n",
+    "---\n  nested: x\n---\n", '---\nk: "open\n---\n', "---\nk: 'open\n---\n", '---\nk: "\\q"\n---\n',
+    '---\nk: "\\x4"\n---\n', '---\nk: "a" b\n---\n', "---\nnot a pair\n---\n", "---\nk:v\n---\n",
+])
+def test_reader_rejects_what_it_cannot_read(text):
+    with pytest.raises(ValueError):
+        mp.read_frontmatter(text)
+
+
+def test_body_starting_with_dashes_survives_both_ways(server, client):
+    body = "---\ntitle: not metadata\n---\n# Real body\n"
+    add(server, "PUBLISH", "/p", mark("created", version=1))
+    add(server, "FETCH", "/p", mark("ok", body, version=1))
+    client.publish("/p", body, expected_version=0)
+    assert sent(server)[0][3] == body
+    assert client.fetch("/p").body == body
+
+
+def test_request_without_token_or_body_sends_empty_payload(server):
+    add(server, "FETCH", "/a%20b.md", mark("ok", "x", version=1))
+    response = MarkClient(URL).request("FETCH", "/a b.md")
+    assert server.calls[0].request.body in (None, b"")
+    assert response == MarkResponse("ok", {"version": "1"}, "x")
+
+
+def test_tool_description():
+    schema = MARK_PUBLISH_TOOL["inputSchema"]
+    assert MARK_PUBLISH_TOOL["name"] == "mark_publish"
+    assert schema["properties"]["on_conflict"] == {"type": "string", "enum": ["fail", "merge"], "default": "fail"}
+    assert set(schema["required"]) == {"path", "body", "expected_version"}
+    json.dumps(MARK_PUBLISH_TOOL)
+
+
+# ------------------------------------------------------------ CLI
+
+def test_cli_merge(server, monkeypatch, capsysbinary, tmp_path):
+    monkeypatch.setenv("MARK_TOKEN", TOKEN)
+    body = tmp_path / "doc.md"
+    body.write_text(OURS)
+    add(server, "PUBLISH", "/p", conflict(5, 6))
+    add(server, "FETCH", "/p/v5", mark("ok", BASE, version=5))
+    add(server, "FETCH", "/p", mark("ok", THEIRS, version=6))
+    add(server, "PUBLISH", "/p", mark("created", version=7))
+    code = mp.main(["--server", URL, "/p", "--expected-version", "5", "--on-conflict", "merge",
+                    "--file", str(body)])
+    assert code == 0
+    assert capsysbinary.readouterr().out.decode().startswith("status: ok\nversion: 7\nmerged: true\n")
+    assert sent(server)[0][2]["auth"] == TOKEN
+
+
+def test_cli_conflict_from_stdin(server, monkeypatch, capsysbinary):
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(OURS.encode())))
+    add(server, "PUBLISH", "/p", conflict(5, 6))
+    assert mp.main(["--server", URL, "/p", "--expected-version", "5"]) == 1
+    assert capsysbinary.readouterr().out == b"status: conflict\nyour-version: 5\ncurrent-version: 6\n"
+
+
+@pytest.mark.parametrize("argv,word", [
+    (["--server", URL, "/p", "--expected-version", "-1"], "expected_version"),
+    (["--server", URL, "/p", "--expected-version", "1", "--file", "/nonexistent/x"], "No such file"),
+    (["--server", "ftp://x", "/p", "--expected-version", "1", "--file", __file__], "base_url"),
+])
+def test_cli_errors(server, capsysbinary, monkeypatch, argv, word):
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"x")))
+    assert mp.main(argv) == 2
+    captured = capsysbinary.readouterr()
+    assert captured.out == b"" and word in captured.err.decode() and captured.err.count(b"\n") == 1
