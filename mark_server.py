@@ -1,0 +1,473 @@
+"""A reference Mark Protocol server over HTTP, standard library only.
+
+    $ MARK_TOKEN=dev-secret python mark_server.py --root ./store      # http://127.0.0.1:6309
+
+    >>> from mark_server import serve
+    >>> with serve("/tmp/store", token="dev-secret") as server:       # a free loopback port
+    ...     client = MarkClient(server.url, token="dev-secret")
+
+It speaks the Mark-over-HTTP binding (the Mark verb is the HTTP method, the
+Mark request and response are the HTTP bodies, always HTTP 200) and keeps the
+Mark store's semantics: FETCH, LIST, VERSIONS, PUBLISH, APPEND, ARCHIVE;
+versions 1, 2, 3 ... per document, immutable, each stored with a SHA-256
+hash chain; `expected-version` checked and the next version created as one
+atomic step per document.  It is a development and test peer for
+mark_publish.py, never imported by it.
+
+The store on disk is the Mark layout:
+
+    ROOT/doc.md                   symlink to versions/doc.md.vN (swapped atomically)
+    ROOT/versions/doc.md.v1       "---\\nversion: ...\\n---\\n" then the body, never changed
+    ROOT/versions/doc.md.v2       adds previous-hash: sha256-<hex of the v1 file's bytes>
+    ROOT/versions/doc.md.archived present while the document is archived
+
+Writes need a capability token, kept only as a SHA-256 hash: a dev token
+(MARK_TOKEN, or `serve(token=...)`) may write everywhere; `--tokens FILE`
+reads a Demarkus TOML token file (Python 3.11+).  With no token configured,
+every write is refused: secure by default.
+"""
+
+import argparse
+import datetime
+import fnmatch
+import hashlib
+import os
+import re
+import sys
+import threading
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Dict, Optional, Tuple
+from urllib.parse import unquote
+
+__all__ = ["serve", "MarkServer", "main"]
+
+MAX_METADATA = 64 * 1024
+MAX_DOCUMENT = 10 * 1024 * 1024
+VERBS = ("FETCH", "LIST", "VERSIONS", "PUBLISH", "APPEND", "ARCHIVE")
+WRITES = ("PUBLISH", "APPEND", "ARCHIVE")
+
+
+def serve(root, host: str = "127.0.0.1", port: int = 0, token: Optional[str] = None,
+          tokens_file=None) -> "MarkServer":
+    """Start a server on a background thread; returns it running (`.url`, `.close()`)."""
+    server = MarkServer(root, host, port, token if token is not None else os.environ.get("MARK_TOKEN"),
+                        tokens_file)
+    threading.Thread(target=server.serve_forever, name="mark-server", daemon=True).start()
+    return server
+
+
+class MarkServer(ThreadingHTTPServer):
+    """The HTTP server and its store; a context manager that closes itself."""
+
+    daemon_threads = True
+    request_queue_size = 256  # the default 5 resets connections when clients arrive in a burst
+
+    def __init__(self, root, host: str, port: int, token: Optional[str], tokens_file=None):
+        self.store = Store(Path(root))
+        self.grants = load_grants(token, tokens_file)
+        super().__init__((host, port), Handler)
+        host, port = self.server_address[:2]
+        self.url = f"http://{'[' + host + ']' if ':' in host else host}:{port}"
+
+    def close(self) -> None:
+        self.shutdown()
+        self.server_close()
+
+    def __enter__(self) -> "MarkServer":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class Handler(BaseHTTPRequestHandler):
+    """Turns each HTTP request, whatever its method, into one Mark exchange."""
+
+    protocol_version = "HTTP/1.1"
+    timeout = 30  # a client that stops sending cannot hold a thread forever
+
+    def __getattr__(self, name: str):
+        if name.startswith("do_"):  # any HTTP method is a Mark verb to answer
+            return self.exchange
+        raise AttributeError(name)
+
+    def exchange(self) -> None:
+        verb, path = self.command, self.path
+        try:
+            status, metadata, body = self.answer(verb)
+        except MarkFailure as failure:
+            status, metadata, body = failure.status, failure.metadata, error_body(failure.title, failure.detail)
+        except Exception as error:  # the server keeps serving, whatever one request did
+            status, metadata, body = "server-error", {}, error_body("Server error", type(error).__name__)
+        payload = write_message(dict(metadata, status=status), body).encode("utf-8")
+        self.send_response(200)
+        self.send_header("Content-Type", "text/markdown; charset=utf-8")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+        sys.stderr.write(f"{verb} {path[:200]!r} {status}\n")
+
+    def answer(self, verb: str) -> Tuple[str, Dict[str, str], str]:
+        length = self.headers.get("Content-Length", "0")
+        if self.headers.get("Transfer-Encoding") or not length.isdigit():
+            self.close_connection = True
+            raise MarkFailure("bad-request", "Bad request", "send a Content-Length body")
+        if int(length) > MAX_DOCUMENT + MAX_METADATA:
+            # Read a moderately oversized body so the client sees the answer, not a
+            # reset; past that, just close: the unread rest must not be parsed.
+            self.close_connection = True
+            for _ in range(min(int(length), 4 * MAX_DOCUMENT) // (1 << 20)):
+                self.rfile.read(1 << 20)
+            raise MarkFailure("too-large", "Too large", f"requests are limited to {MAX_DOCUMENT} bytes")
+        raw = self.rfile.read(int(length))
+        if verb not in VERBS:
+            raise MarkFailure("bad-request", "Bad request", f"unknown verb {verb[:40]!r}")
+        try:
+            text = raw.decode("utf-8")
+            path = unquote(self.path, errors="strict")
+        except UnicodeDecodeError:
+            raise MarkFailure("bad-request", "Bad request", "request is not UTF-8") from None
+        metadata, body = read_request(text)
+        if verb in WRITES:
+            self.server.grants.check(metadata.get("auth"), verb, path)
+        return self.server.store.run(verb, path, metadata, body)
+
+    def log_message(self, format, *args) -> None:
+        """Silenced: `exchange` logs one line per request, never a token."""
+
+
+class MarkFailure(Exception):
+    """A request answered with a Mark error status."""
+
+    def __init__(self, status: str, title: str, detail: str, **metadata: str):
+        super().__init__(detail)
+        self.status, self.title, self.detail, self.metadata = status, title, detail, metadata
+
+
+# ------------------------------------------------------------------ store
+
+class Store:
+    """Versioned documents under a root directory, in the Mark layout."""
+
+    def __init__(self, root: Path):
+        root.mkdir(parents=True, exist_ok=True)
+        self.root = root.resolve()
+        self.versions = self.root / "versions"
+        self.versions.mkdir(exist_ok=True)
+        self._locks: Dict[str, threading.Lock] = {}
+        self._locks_lock = threading.Lock()
+
+    def run(self, verb: str, path: str, metadata: Dict[str, str], body: str):
+        if verb == "FETCH" and path == "/health":
+            return "ok", {}, "\n# OK\n"
+        if verb == "LIST":
+            return self.list(path)
+        match = re.fullmatch(r"(.+)/v([0-9]+)", path)
+        if verb == "FETCH" and match:
+            return self.fetch_version(self.document(match.group(1)), int(match.group(2)))
+        name = self.document(path)
+        if verb == "FETCH":
+            return self.fetch(name, metadata.get("if-none-match"))
+        if verb == "VERSIONS":
+            return self.list_versions(name)
+        with self.lock(name):  # the expected-version check and the write are one step
+            if verb == "ARCHIVE":
+                return self.archive(name)
+            return self.write(verb, name, metadata, body)
+
+    def document(self, path: str) -> str:
+        """The store-relative name of a document path; refuses anything outside ROOT."""
+        if not path.startswith("/") or any(ord(c) < 0x20 or c == "\x7f" for c in path):
+            raise MarkFailure("bad-request", "Bad request", "path must start with / and hold no control characters")
+        segments = path[1:].split("/")
+        if any(s in ("", ".", "..") for s in segments) or segments[0] == "versions" or path.endswith(".archived"):
+            raise MarkFailure("not-found", "Not found", f"{path} not found")
+        name = "/".join(segments)
+        parent = (self.root / name).parent.resolve()
+        if parent != self.root and self.root not in parent.parents:
+            raise MarkFailure("not-found", "Not found", f"{path} not found")  # a symlinked directory escapes
+        return name
+
+    def current(self, name: str) -> int:
+        """The current version of a document, 0 when it does not exist."""
+        link = self.root / name
+        if not link.is_symlink():
+            if link.exists():
+                raise MarkFailure("not-found", "Not found", f"/{name} is not a document")
+            return 0
+        target = os.readlink(link)
+        match = re.fullmatch(re.escape(os.path.relpath(self.versions / name, link.parent)) + r"\.v([0-9]+)", target)
+        if not match:
+            raise MarkFailure("not-found", "Not found", f"/{name} is not a document")  # a link out of the store
+        return int(match.group(1))
+
+    def version_file(self, name: str, version: int) -> Path:
+        return self.versions / f"{name}.v{version}"
+
+    def read(self, name: str, version: int) -> Tuple[bytes, str]:
+        data = self.version_file(name, version).read_bytes()
+        end = data.index(b"\n---\n", 3)
+        return data, data[end + 5:].decode("utf-8")
+
+    def fetch(self, name: str, if_none_match: Optional[str]):
+        version = self.current(name)
+        if not version:
+            raise MarkFailure("not-found", "Not found", f"/{name} not found")
+        if self.archived(name):
+            raise MarkFailure("archived", "Archived", f"/{name} is archived")
+        _, body = self.read(name, version)
+        etag = hashlib.sha256(body.encode("utf-8")).hexdigest()
+        modified = self.modified(name, version)
+        if if_none_match == etag:
+            return "not-modified", {"etag": etag, "version": str(version), "modified": modified}, ""
+        return "ok", {"etag": etag, "version": str(version), "modified": modified}, body
+
+    def fetch_version(self, name: str, version: int):
+        current = self.current(name)
+        if not 1 <= version <= current:
+            raise MarkFailure("not-found", "Not found", f"/{name}/v{version} not found")
+        _, body = self.read(name, version)
+        return "ok", {"version": str(version), "current-version": str(current),
+                      "modified": self.modified(name, version)}, body
+
+    def list_versions(self, name: str):
+        current = self.current(name)
+        if not current:
+            raise MarkFailure("not-found", "Not found", f"/{name} not found")
+        previous, valid = None, True
+        lines = []
+        for version in range(1, current + 1):
+            data, _ = self.read(name, version)
+            header = data[:data.index(b"\n---\n", 3)].decode("utf-8")
+            expected = f'previous-hash: "sha256-{hashlib.sha256(previous).hexdigest()}"' if previous else None
+            valid = valid and (expected in header.split("\n") if expected else "previous-hash" not in header)
+            lines.append(f"- v{version} {self.modified(name, version)}\n")
+            previous = data
+        return "ok", {"total": str(current), "current": str(current),
+                      "chain-valid": "true" if valid else "false"}, "".join(lines)
+
+    def list(self, path: str):
+        directory = self.root if path == "/" else self.root / self.document(path.rstrip("/") or "/")
+        if not directory.is_dir() or self.root not in (directory.resolve(), *directory.resolve().parents):
+            raise MarkFailure("not-found", "Not found", f"{path} not found")
+        entries = []
+        for entry in sorted(directory.iterdir()):
+            if entry.name.startswith(".") or entry == self.versions:
+                continue
+            entries.append(f"- {entry.name}{'/' if entry.is_dir() and not entry.is_symlink() else ''}\n")
+        return "ok", {}, "".join(entries)
+
+    def write(self, verb: str, name: str, metadata: Dict[str, str], body: str):
+        current = self.current(name)
+        expected = parse_version(metadata.get("expected-version"), required=(verb == "APPEND"))
+        if verb == "APPEND" and current and not body:
+            raise MarkFailure("bad-request", "Bad request", "APPEND needs a non-empty body")
+        if expected is not None and expected != current:
+            raise MarkFailure("conflict", "Conflict",
+                              f"/{name} is at version {current}, not {expected}: fetch it, merge, publish again",
+                              **{"your-version": str(expected), "server-version": str(current)})
+        if verb == "APPEND":
+            if not current:
+                raise MarkFailure("not-found", "Not found", f"/{name} not found")
+            body = self.read(name, current)[1] + "\n" + body
+        archived = self.archived(name)
+        if not body:
+            if not archived:
+                raise MarkFailure("bad-request", "Bad request", "an empty body only unarchives a document")
+            self.archive_marker(name).unlink()
+            return "ok", {"version": str(current)}, ""
+        if archived:
+            raise MarkFailure("archived", "Archived", f"/{name} is archived; publish an empty body to restore it")
+        if len(body.encode("utf-8")) > MAX_DOCUMENT:
+            raise MarkFailure("too-large", "Too large", f"documents are limited to {MAX_DOCUMENT} bytes")
+        if current and self.read(name, current)[1] == body:
+            return "ok", {"version": str(current), "modified": self.modified(name, current)}, ""
+        self.create(name, current + 1, body)
+        return "created", {"version": str(current + 1), "modified": self.modified(name, current + 1)}, ""
+
+    def create(self, name: str, version: int, body: str) -> None:
+        """Write version file N once (O_EXCL, fsync), then point the document at it."""
+        header = {"version": str(version)}
+        if version > 1:
+            previous = self.version_file(name, version - 1).read_bytes()
+            header["previous-hash"] = "sha256-" + hashlib.sha256(previous).hexdigest()
+        target = self.version_file(name, version)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        (self.root / name).parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444)
+        try:
+            os.write(fd, write_message(header, body).encode("utf-8"))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        link = self.root / name
+        temporary = link.parent / f".{link.name}.{uuid.uuid4().hex}"
+        os.symlink(os.path.relpath(target, link.parent), temporary)
+        os.replace(temporary, link)
+
+    def archive(self, name: str):
+        current = self.current(name)
+        if not current:
+            raise MarkFailure("not-found", "Not found", f"/{name} not found")
+        self.archive_marker(name).touch()
+        return "ok", {"version": str(current)}, ""
+
+    def archive_marker(self, name: str) -> Path:
+        return self.versions / f"{name}.archived"
+
+    def archived(self, name: str) -> bool:
+        return self.archive_marker(name).exists()
+
+    def modified(self, name: str, version: int) -> str:
+        seconds = self.version_file(name, version).stat().st_mtime
+        return datetime.datetime.fromtimestamp(seconds, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+    def lock(self, name: str) -> threading.Lock:
+        with self._locks_lock:
+            return self._locks.setdefault(name, threading.Lock())
+
+
+def parse_version(value: Optional[str], required: bool) -> Optional[int]:
+    if value is None:
+        if required:
+            raise MarkFailure("bad-request", "Bad request", "expected-version is required")
+        return None
+    if not value.isdigit() or len(value) > 18 or (required and int(value) < 1):
+        raise MarkFailure("bad-request", "Bad request", f"invalid expected-version {value[:40]!r}")
+    return int(value)
+
+
+# ------------------------------------------------------------------- auth
+
+class Grants:
+    """Capability tokens by SHA-256 hash: which paths and operations each may write."""
+
+    def __init__(self, tokens: Dict[str, dict]):
+        self.tokens = tokens
+
+    def check(self, token: Optional[str], verb: str, path: str) -> None:
+        if not self.tokens:
+            raise MarkFailure("not-permitted", "Not permitted", "this server has no tokens: writes are disabled")
+        grant = self.tokens.get("sha256-" + hashlib.sha256(token.encode("utf-8")).hexdigest()) if token else None
+        if grant is None or grant.get("expires", "9999") < _now():
+            raise MarkFailure("unauthorized", "Unauthorized", "a valid auth token is required to write")
+        operations, paths = grant.get("operations", []), grant.get("paths", [])
+        if verb.lower() not in operations and "*" not in operations or \
+                not any(fnmatch.fnmatchcase(path, pattern) for pattern in paths):
+            raise MarkFailure("not-permitted", "Not permitted", f"this token may not {verb.lower()} {path}")
+
+
+def load_grants(token: Optional[str], tokens_file=None) -> Grants:
+    tokens = {}
+    if tokens_file:
+        import tomllib  # Python 3.11+; imported here so the server runs on 3.9 without a token file
+
+        with open(tokens_file, "rb") as file:
+            for key, grant in tomllib.load(file).get("tokens", {}).items():
+                expires = grant.get("expires")
+                if expires is not None:
+                    grant["expires"] = str(expires).replace("+00:00", "Z")
+                tokens[key] = grant
+    if token:
+        tokens["sha256-" + hashlib.sha256(token.encode("utf-8")).hexdigest()] = {"paths": ["*"], "operations": ["*"]}
+    return Grants(tokens)
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+# ------------------------------------------------------------- messages
+
+_UNESCAPE = {"0": "\0", "a": "\a", "b": "\b", "t": "\t", "n": "\n", "v": "\v", "f": "\f", "r": "\r",
+             "e": "\x1b", " ": " ", '"': '"', "/": "/", "\\": "\\", "N": "\x85", "_": "\xa0",
+             "L": "\u2028", "P": "\u2029"}
+_ESCAPE_RE = re.compile(r'\\(?:x([0-9a-fA-F]{2})|u([0-9a-fA-F]{4})|U([0-9a-fA-F]{8})|(.))', re.S)
+_LINE_RE = re.compile(r"""([A-Za-z0-9_.-]+|"[^"\\]*"|'[^']*'): *("(?:[^"\\]|\\.)*"|'(?:[^']|'')*'|[^ "'|>\[{&*!%@`#][^#]*?|) *(?:#.*)?""")
+
+
+def read_request(text: str) -> Tuple[Dict[str, str], str]:
+    """Split a Mark request into (metadata, body); bad-request when malformed."""
+    if not text.startswith("---\n"):
+        return {}, text
+    end = text.find("\n---\n", 3)
+    if end < 0 or end > MAX_METADATA:
+        raise MarkFailure("too-large" if end > MAX_METADATA else "bad-request", "Bad request",
+                          "metadata must be one closed block of at most 64 KiB")
+    metadata = {}
+    for line in text[4:end].split("\n"):
+        match = _LINE_RE.fullmatch(line)
+        if not line.strip():
+            continue
+        if not match:
+            raise MarkFailure("bad-request", "Bad request", f"malformed metadata line {line[:80]!r}")
+        metadata[_scalar(match.group(1))] = _scalar(match.group(2))
+    return metadata, text[end + 5:]
+
+
+def _scalar(text: str) -> str:
+    if text[:1] == "'":
+        return text[1:-1].replace("''", "'")
+    if text[:1] != '"':
+        return text.strip()
+
+    def unescape(match) -> str:
+        code = match.group(1) or match.group(2) or match.group(3)
+        if code:
+            return chr(int(code, 16))
+        if match.group(4) not in _UNESCAPE:
+            raise MarkFailure("bad-request", "Bad request", f"unknown escape \\{match.group(4)}")
+        return _UNESCAPE[match.group(4)]
+
+    try:
+        return _ESCAPE_RE.sub(unescape, text[1:-1])
+    except (ValueError, OverflowError):  # chr() of a code point beyond U+10FFFF
+        raise MarkFailure("bad-request", "Bad request", "bad \\U escape") from None
+
+
+def write_message(metadata: Dict[str, str], body: str) -> str:
+    """Frontmatter (sorted keys, double-quoted values) followed by the body."""
+    lines = "".join(f"{key}: {_quote(value)}\n" for key, value in sorted(metadata.items()))
+    return f"---\n{lines}---\n{body}"
+
+
+def _quote(value: str) -> str:
+    def escape(match) -> str:
+        char = match.group()
+        code = ord(char)
+        if char in '"\\':
+            return "\\" + char
+        return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
+
+    return '"' + re.sub(r'["\\\x00-\x1f\x7f-\x9f\ufeff\ufffe\uffff\ud800-\udfff\U00010000-\U0010ffff]',
+                        escape, value) + '"'
+
+
+def error_body(title: str, detail: str) -> str:
+    return f"\n# {title}\n\n{detail}\n"
+
+
+# -------------------------------------------------------------------- CLI
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description="Reference Mark server over HTTP (token: $MARK_TOKEN).")
+    parser.add_argument("--root", required=True, help="store directory (created if missing)")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=6309)
+    parser.add_argument("--tokens", help="Demarkus TOML token file")
+    args = parser.parse_args(argv)
+    server = MarkServer(args.root, args.host, args.port, os.environ.get("MARK_TOKEN"), args.tokens)
+    print(f"mark-server: serving {Path(args.root).resolve()} at {server.url}", file=sys.stderr)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,293 @@
+"""mark_server.py over real sockets on 127.0.0.1: statuses, store, concurrency, bad input."""
+
+import hashlib
+import http.client
+import os
+import socket
+import sys
+import threading
+from urllib.parse import urlsplit
+
+import pytest
+
+from mark_publish import read_frontmatter, write_frontmatter
+from mark_server import serve
+
+TOKEN = "dev-token"
+
+
+@pytest.fixture
+def server(tmp_path):
+    with serve(tmp_path / "store", token=TOKEN) as running:
+        yield running
+
+
+def send(server, verb, path, metadata=None, body="", raw=None):
+    """One exchange with http.client: (status, metadata, body) of the Mark response."""
+    parts = urlsplit(server.url)
+    connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=10)
+    if raw is None:
+        raw = ((write_frontmatter(metadata) if metadata is not None else "") + body).encode("utf-8")
+    connection.request(verb, path, body=raw, headers={"Content-Length": str(len(raw))})
+    reply = connection.getresponse()
+    assert reply.status == 200
+    meta, text = read_frontmatter(reply.read().decode("utf-8"))
+    connection.close()
+    return meta.pop("status"), meta, text
+
+
+def publish(server, path, body, expected=None, token=TOKEN):
+    metadata = {"auth": token} if token else {}
+    if expected is not None:
+        metadata["expected-version"] = str(expected)
+    return send(server, "PUBLISH", path, metadata, body)
+
+
+def alive(server):
+    return send(server, "FETCH", "/health")[0] == "ok"
+
+
+# ---------------------------------------------------------------- statuses
+
+def test_publish_fetch_versions_cycle(server):
+    status, meta, _ = publish(server, "/doc.md", "one\n", 0)
+    assert (status, meta["version"]) == ("created", "1")
+    status, meta, body = send(server, "FETCH", "/doc.md")
+    assert (status, meta["version"], body) == ("ok", "1", "one\n")
+    assert meta["etag"] == hashlib.sha256(b"one\n").hexdigest() and meta["modified"].endswith("Z")
+    assert publish(server, "/doc.md", "two\n", 1)[0] == "created"
+    status, meta, body = send(server, "FETCH", "/doc.md/v1")
+    assert (status, meta["version"], meta["current-version"], body) == ("ok", "1", "2", "one\n")
+    status, meta, _ = send(server, "VERSIONS", "/doc.md")
+    assert (status, meta["total"], meta["current"], meta["chain-valid"]) == ("ok", "2", "2", "true")
+
+
+def test_not_modified_with_etag(server):
+    publish(server, "/a.md", "x\n")
+    etag = send(server, "FETCH", "/a.md")[1]["etag"]
+    assert send(server, "FETCH", "/a.md", {"if-none-match": etag})[:1] == ("not-modified",)
+    assert send(server, "FETCH", "/a.md", {"if-none-match": "other"})[0] == "ok"
+
+
+def test_not_found_bodies_look_real(server):
+    assert send(server, "FETCH", "/a.md") == ("not-found", {}, "\n# Not found\n\n/a.md not found\n")
+    publish(server, "/a.md", "x")
+    assert send(server, "FETCH", "/a.md/v9")[0] == "not-found"
+    assert send(server, "VERSIONS", "/nope.md")[0] == "not-found"
+
+
+def test_conflict_writes_nothing(server):
+    publish(server, "/a.md", "v1\n", 0)
+    status, meta, body = publish(server, "/a.md", "stale\n", 0)
+    assert (status, meta) == ("conflict", {"your-version": "0", "server-version": "1"}) and body.startswith("\n# ")
+    assert publish(server, "/a.md", "stale\n", 5)[1]["server-version"] == "1"
+    assert send(server, "FETCH", "/a.md")[2] == "v1\n"
+
+
+def test_identical_body_creates_no_version(server):
+    publish(server, "/a.md", "same\n")
+    assert publish(server, "/a.md", "same\n", 1)[:2] == ("ok", {"version": "1", "modified": send(
+        server, "FETCH", "/a.md")[1]["modified"]})
+    assert send(server, "VERSIONS", "/a.md")[1]["total"] == "1"
+
+
+def test_unconditional_publish(server):
+    publish(server, "/a.md", "1")
+    assert publish(server, "/a.md", "2")[1]["version"] == "2"
+
+
+def test_append(server):
+    publish(server, "/log.md", "first")
+    assert send(server, "APPEND", "/log.md", {"auth": TOKEN, "expected-version": "1"}, "second")[0] == "created"
+    assert send(server, "FETCH", "/log.md")[2] == "first\nsecond"
+    assert send(server, "APPEND", "/log.md", {"auth": TOKEN, "expected-version": "1"}, "x")[0] == "conflict"
+    for metadata, body in (({"auth": TOKEN}, "x"), ({"auth": TOKEN, "expected-version": "0"}, "x"),
+                           ({"auth": TOKEN, "expected-version": "2"}, "")):
+        assert send(server, "APPEND", "/log.md", metadata, body)[0] == "bad-request"
+    assert send(server, "APPEND", "/none.md", {"auth": TOKEN, "expected-version": "1"}, "x")[0] == "conflict"
+
+
+def test_archive_and_unarchive(server):
+    publish(server, "/a.md", "text")
+    assert send(server, "ARCHIVE", "/a.md", {"auth": TOKEN})[0] == "ok"
+    assert send(server, "FETCH", "/a.md")[0] == "archived"
+    assert publish(server, "/a.md", "new")[0] == "archived"
+    assert publish(server, "/a.md", "")[:2] == ("ok", {"version": "1"})
+    assert send(server, "FETCH", "/a.md")[2] == "text"
+    assert publish(server, "/a.md", "")[0] == "bad-request"
+    assert send(server, "ARCHIVE", "/gone.md", {"auth": TOKEN})[0] == "not-found"
+
+
+def test_list(server):
+    publish(server, "/a.md", "x")
+    publish(server, "/docs/b.md", "y")
+    assert send(server, "LIST", "/") == ("ok", {}, "- a.md\n- docs/\n")
+    assert send(server, "LIST", "/docs/")[2] == "- b.md\n"
+    assert send(server, "LIST", "/missing/")[0] == "not-found"
+
+
+# ------------------------------------------------------------------- auth
+
+def test_auth_statuses(tmp_path, server):
+    assert publish(server, "/a.md", "x", token=None)[0] == "unauthorized"
+    assert publish(server, "/a.md", "x", token="wrong")[0] == "unauthorized"
+    with serve(tmp_path / "other", token="") as closed:
+        assert publish(closed, "/a.md", "x")[0] == "not-permitted"
+        assert send(closed, "FETCH", "/health")[0] == "ok"
+
+
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="tomllib is Python 3.11+")
+def test_token_file(tmp_path):
+    def hashed(token):
+        return "sha256-" + hashlib.sha256(token.encode()).hexdigest()
+
+    tokens = tmp_path / "tokens.toml"
+    tokens.write_text(
+        "[tokens]\n"
+        f'"{hashed("docs")}" = {{ paths = ["/docs/*"], operations = ["publish"] }}\n'
+        f'"{hashed("old")}" = {{ paths = ["/*"], operations = ["publish"], expires = "2001-01-01T00:00:00Z" }}\n')
+    with serve(tmp_path / "store", token="", tokens_file=tokens) as server:
+        assert publish(server, "/docs/a.md", "x", token="docs")[0] == "created"
+        assert publish(server, "/a.md", "x", token="docs")[0] == "not-permitted"
+        assert send(server, "ARCHIVE", "/docs/a.md", {"auth": "docs"})[0] == "not-permitted"
+        assert publish(server, "/a.md", "x", token="old")[0] == "unauthorized"
+    assert "docs" not in tokens.read_text().replace("/docs", "")  # only hashes are stored
+
+
+def test_token_never_logged(server, capfd):
+    publish(server, "/a.md", "x")
+    publish(server, "/a.md", "x", token="wrong-secret")
+    err = capfd.readouterr().err
+    assert "PUBLISH '/a.md' created" in err and TOKEN not in err and "wrong-secret" not in err
+
+
+# ------------------------------------------------------------------ store
+
+def test_store_layout_and_hash_chain(server, tmp_path):
+    root = tmp_path / "store"
+    for n in range(30):
+        assert publish(server, "/d/doc.md", f"body {n}\n", n)[0] == "created"
+    link = root / "d" / "doc.md"
+    assert link.is_symlink() and os.readlink(link).endswith("versions/d/doc.md.v30")
+    previous = None
+    for n in range(1, 31):
+        data = (root / "versions" / "d" / f"doc.md.v{n}").read_bytes()
+        assert data.endswith(f"body {n - 1}\n".encode()) and f'version: "{n}"'.encode() in data
+        if previous:
+            assert f'previous-hash: "sha256-{hashlib.sha256(previous).hexdigest()}"'.encode() in data
+        previous = data
+    assert send(server, "VERSIONS", "/d/doc.md")[1]["chain-valid"] == "true"
+
+
+def test_tampered_version_breaks_chain(server, tmp_path):
+    for n in range(3):
+        publish(server, "/a.md", f"{n}", n)
+    version = tmp_path / "store" / "versions" / "a.md.v2"
+    version.chmod(0o644)
+    version.write_bytes(version.read_bytes() + b"tampered")
+    assert send(server, "VERSIONS", "/a.md")[1]["chain-valid"] == "false"
+
+
+def test_restart_keeps_every_version(tmp_path):
+    with serve(tmp_path, token=TOKEN) as first:
+        for n in range(5):
+            publish(first, "/a.md", f"v{n + 1}", n)
+    with serve(tmp_path, token=TOKEN) as second:
+        assert send(second, "FETCH", "/a.md")[1]["version"] == "5"
+        assert [send(second, "FETCH", f"/a.md/v{n}")[2] for n in range(1, 6)] == [f"v{n}" for n in range(1, 6)]
+        assert publish(second, "/a.md", "v6", 5)[0] == "created"
+
+
+def test_sixteen_writers_one_winner_per_version(server):
+    publish(server, "/race.md", "v1", 0)
+    for expected in range(1, 6):
+        barrier = threading.Barrier(16)
+        results = []
+
+        def writer(n):
+            barrier.wait()
+            results.append(publish(server, "/race.md", f"writer {n} at {expected}", expected))
+
+        threads = [threading.Thread(target=writer, args=(n,)) for n in range(16)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        statuses = sorted(status for status, _, _ in results)
+        assert statuses == ["conflict"] * 15 + ["created"]
+        assert [meta["version"] for status, meta, _ in results if status == "created"] == [str(expected + 1)]
+    status, meta, _ = send(server, "VERSIONS", "/race.md")
+    assert (meta["total"], meta["chain-valid"]) == ("6", "true")
+
+
+# -------------------------------------------------------------- bad input
+
+BAD = [
+    ("malformed frontmatter", "PUBLISH", "/a.md", b"---\nauth: [\n---\nbody", "bad-request"),
+    ("unclosed frontmatter", "PUBLISH", "/a.md", b"---\nauth: x\nbody", "bad-request"),
+    ("bad escape", "PUBLISH", "/a.md", b'---\nauth: "\\q"\n---\nx', "bad-request"),
+    ("huge escape", "PUBLISH", "/a.md", b'---\nauth: "\\UFFFFFFFF"\n---\nx', "bad-request"),
+    ("metadata over 64 KiB", "PUBLISH", "/a.md", b"---\nk: " + b"x" * 70000 + b"\n---\nx", "too-large"),
+    ("unknown verb", "DELETE", "/a.md", b"", "bad-request"),
+    ("non-UTF-8 body", "PUBLISH", "/a.md", b"---\nauth: \"dev-token\"\n---\n\xff\xfe", "bad-request"),
+    ("invalid expected-version", "PUBLISH", "/a.md", b'---\nauth: "dev-token"\nexpected-version: "-1"\n---\nx',
+     "bad-request"),
+    ("huge expected-version", "PUBLISH", "/a.md",
+     b'---\nauth: "dev-token"\nexpected-version: "99999999999999999999999"\n---\nx', "bad-request"),
+    ("control character in path", "FETCH", "/a%01.md", b"", "bad-request"),
+    ("NUL in path", "FETCH", "/a%00.md", b"", "bad-request"),
+    ("dot-dot inside root", "FETCH", "/docs/../a.md", b"", "not-found"),
+    ("dot-dot outside root", "FETCH", "/../../etc/passwd", b"", "not-found"),
+    ("encoded dot-dot", "FETCH", "/%2e%2e/%2e%2e/etc/passwd", b"", "not-found"),
+    ("version store", "FETCH", "/versions/a.md.v1", b"", "not-found"),
+    ("bad percent-encoding", "FETCH", "/%ff.md", b"", "bad-request"),
+]
+
+
+@pytest.mark.parametrize("name,verb,path,raw,status", BAD, ids=[b[0] for b in BAD])
+def test_bad_input_answered_and_server_keeps_serving(server, name, verb, path, raw, status):
+    publish(server, "/a.md", "kept", 0)
+    assert send(server, verb, path, raw=raw)[0] == status
+    assert alive(server)
+    assert send(server, "FETCH", "/a.md")[2] == "kept"
+
+
+def test_document_over_10_mib(server):
+    body = "x" * (10 * 1024 * 1024 + 1)
+    assert publish(server, "/big.md", body)[0] == "too-large"
+    huge = b"y" * (11 * 1024 * 1024)
+    assert send(server, "PUBLISH", "/big.md", raw=huge)[0] == "too-large"
+    assert alive(server)
+
+
+def test_symlink_escapes_find_nothing(server, tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.md").write_text("secret")
+    root = tmp_path / "store"
+    (root / "escape").symlink_to(outside)
+    (root / "leak.md").symlink_to(outside / "secret.md")
+    for path in ("/escape/secret.md", "/leak.md", "/escape/"):
+        verb = "LIST" if path.endswith("/") else "FETCH"
+        status, _, body = send(server, verb, path)
+        assert status == "not-found" and "secret" not in body.replace("secret.md", "")
+    assert publish(server, "/escape/new.md", "x")[0] == "not-found"
+    assert not (outside / "new.md").exists()
+    assert (root / "leak.md").resolve() == outside / "secret.md"
+
+
+def test_garbage_and_slow_clients_do_not_hang_it(server):
+    parts = urlsplit(server.url)
+    with socket.create_connection((parts.hostname, parts.port), timeout=5) as raw:
+        raw.sendall(b"\x00\x01 garbage \r\n\r\n")
+        raw.recv(1000)
+    idle = socket.create_connection((parts.hostname, parts.port), timeout=5)  # says nothing
+    try:
+        assert alive(server)
+        chunked = http.client.HTTPConnection(parts.hostname, parts.port, timeout=5)
+        chunked.request("PUBLISH", "/a.md", body=iter([b"x"]), encode_chunked=True,
+                        headers={"Transfer-Encoding": "chunked"})
+        assert read_frontmatter(chunked.getresponse().read().decode())[0]["status"] == "bad-request"
+    finally:
+        idle.close()
+    assert alive(server)
