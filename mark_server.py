@@ -33,12 +33,13 @@ import fnmatch
 import hashlib
 import os
 import re
+import socket
 import sys
 import threading
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Dict, Optional, Tuple
+from typing import Dict, Optional, TextIO, Tuple
 from urllib.parse import unquote
 
 __all__ = ["serve", "MarkServer", "main"]
@@ -50,11 +51,15 @@ WRITES = ("PUBLISH", "APPEND", "ARCHIVE")
 
 
 def serve(root, host: str = "127.0.0.1", port: int = 0, token: Optional[str] = None,
-          tokens_file=None) -> "MarkServer":
-    """Start a server on a background thread; returns it running (`.url`, `.close()`)."""
+          tokens_file=None, log: Optional[TextIO] = sys.stderr) -> "MarkServer":
+    """Start a server on a background thread; returns it running (`.url`, `.close()`).
+
+    `token` defaults to $MARK_TOKEN; `log` gets one line per request (None: silent).
+    """
     server = MarkServer(root, host, port, token if token is not None else os.environ.get("MARK_TOKEN"),
-                        tokens_file)
-    threading.Thread(target=server.serve_forever, name="mark-server", daemon=True).start()
+                        tokens_file, log)
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
+                     name="mark-server", daemon=True).start()
     return server
 
 
@@ -64,16 +69,37 @@ class MarkServer(ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 256  # the default 5 resets connections when clients arrive in a burst
 
-    def __init__(self, root, host: str, port: int, token: Optional[str], tokens_file=None):
+    def __init__(self, root, host: str, port: int, token: Optional[str], tokens_file=None,
+                 log: Optional[TextIO] = sys.stderr):
         self.store = Store(Path(root))
+        self.log = log
+        self._open: set = set()  # connections being served, so close() can drop them
+        self._open_lock = threading.Lock()
         self.grants = load_grants(token, tokens_file)
         super().__init__((host, port), Handler)
         host, port = self.server_address[:2]
         self.url = f"http://{'[' + host + ']' if ':' in host else host}:{port}"
 
+    def process_request(self, request, client_address) -> None:
+        with self._open_lock:
+            self._open.add(request)
+        super().process_request(request, client_address)
+
+    def shutdown_request(self, request) -> None:
+        with self._open_lock:
+            self._open.discard(request)
+        super().shutdown_request(request)
+
     def close(self) -> None:
+        """Stop serving and drop every open connection, keep-alive ones included."""
         self.shutdown()
         self.server_close()
+        with self._open_lock:
+            for request in self._open:
+                try:
+                    request.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
 
     def __enter__(self) -> "MarkServer":
         return self
@@ -107,7 +133,8 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(payload)))
         self.end_headers()
         self.wfile.write(payload)
-        sys.stderr.write(f"{verb} {path[:200]!r} {status}\n")
+        if self.server.log:
+            self.server.log.write(f"{verb} {path[:200]!r} {status}\n")
 
     def answer(self, verb: str) -> Tuple[str, Dict[str, str], str]:
         length = self.headers.get("Content-Length", "0")

@@ -2,6 +2,7 @@
 
 import hashlib
 import http.client
+import io
 import os
 import socket
 import sys
@@ -18,7 +19,7 @@ TOKEN = "dev-token"
 
 @pytest.fixture
 def server(tmp_path):
-    with serve(tmp_path / "store", token=TOKEN) as running:
+    with serve(tmp_path / "store", token=TOKEN, log=None) as running:
         yield running
 
 
@@ -154,11 +155,12 @@ def test_token_file(tmp_path):
     assert "docs" not in tokens.read_text().replace("/docs", "")  # only hashes are stored
 
 
-def test_token_never_logged(server, capfd):
-    publish(server, "/a.md", "x")
-    publish(server, "/a.md", "x", token="wrong-secret")
-    err = capfd.readouterr().err
-    assert "PUBLISH '/a.md' created" in err and TOKEN not in err and "wrong-secret" not in err
+def test_one_log_line_per_request_never_the_token(tmp_path):
+    log = io.StringIO()
+    with serve(tmp_path, token=TOKEN, log=log) as server:
+        publish(server, "/a.md", "x")
+        publish(server, "/a.md", "y", token="wrong-secret")
+    assert log.getvalue() == "PUBLISH '/a.md' created\nPUBLISH '/a.md' unauthorized\n"
 
 
 # ------------------------------------------------------------------ store

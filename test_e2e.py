@@ -1,0 +1,193 @@
+"""mark_publish.py against mark_server.py: real sockets, real threads, 127.0.0.1 only."""
+
+import socket
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+import requests
+
+from demo import add_line, replace_line, sectioned_document
+from mark_publish import MarkClient, MarkError, mark_append, mark_publish
+from mark_server import serve
+
+TOKEN = "e2e-token"
+PATH = "/shared.md"
+
+
+@pytest.fixture
+def server(tmp_path):
+    with serve(tmp_path / "store", token=TOKEN, log=None) as running:
+        yield running
+
+
+def client(server, **kwargs):
+    return MarkClient(server.url, token=TOKEN, **kwargs)
+
+
+def seed(server, writers):
+    text = sectioned_document(writers)
+    assert client(server).publish(PATH, text, expected_version=0).status == "created"
+    return text
+
+
+def together(*calls):
+    """Run the calls in threads released at the same moment; their results in order."""
+    barrier = threading.Barrier(len(calls))
+    results = [None] * len(calls)
+
+    def run(index, call):
+        barrier.wait()
+        results[index] = call()
+
+    threads = [threading.Thread(target=run, args=(i, call)) for i, call in enumerate(calls)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return results
+
+
+def test_disjoint_sections_both_land(server):
+    base = seed(server, ["A", "B"])
+    a_body, b_body = add_line(base, "A", "A's edit"), add_line(base, "B", "B's edit")
+    ca, cb = client(server), client(server)
+    results = together(lambda: mark_publish(ca, PATH, a_body, 1, on_conflict="merge"),
+                       lambda: mark_publish(cb, PATH, b_body, 1, on_conflict="merge"))
+    assert [r.status for r in results] == ["ok", "ok"]
+    merged = [r for r in results if r.merged]
+    assert len(merged) == 1 and (merged[0].base_version, merged[0].their_version, merged[0].version) == (1, 2, 3)
+    final = ca.fetch(PATH).body
+    assert "A's edit" in final and "B's edit" in final and final == merged[0].body
+
+
+def test_same_line_loser_gets_markers_and_publishes_nothing(server):
+    base = seed(server, ["A", "B"])
+    mine, yours = replace_line(base, "A's intro.", "Mine."), replace_line(base, "A's intro.", "Yours.")
+    results = together(lambda: mark_publish(client(server), PATH, mine, 1, on_conflict="merge"),
+                       lambda: mark_publish(client(server), PATH, yours, 1, on_conflict="merge"))
+    loser = next(r for r in results if r.status == "conflict")
+    assert loser.mergeable is False and loser.your_version == 1 and loser.current_version == 2
+    assert "<<<<<<< ours\n" in loser.body and "\n=======\n" in loser.body and "\n>>>>>>> theirs\n" in loser.body
+    assert client(server).versions(PATH).metadata["total"] == "2"
+
+
+def test_three_writers_from_one_base(server):
+    writers = ["A", "B", "C"]
+    base = seed(server, writers)
+    calls = [lambda w=w: mark_publish(client(server), PATH, add_line(base, w, f"{w} was here"), 1,
+                                      on_conflict="merge") for w in writers]
+    results = together(*calls)
+    assert all(r.status == "ok" or r.reason == "contention" for r in results)
+    final = client(server).fetch(PATH).body
+    for writer, result in zip(writers, results):
+        assert (f"{writer} was here" in final) == (result.status == "ok")
+    assert sum(r.status == "ok" for r in results) >= 2
+
+
+def test_stress_nothing_lost_silently(server, capsys):
+    writers = [f"W{n}" for n in range(8)]
+    seed(server, writers)
+    landed, reported = [], []
+
+    def work(writer):
+        with client(server) as c:
+            latest = c.fetch(PATH)
+            version, text = int(latest.metadata["version"]), latest.body
+            for round_ in range(10):
+                line = f"{writer} round {round_}"
+                body = add_line(text, writer, line)
+                result = mark_publish(c, PATH, body, version, on_conflict="merge")
+                if result.status == "ok":
+                    landed.append(line)
+                    version, text = result.version, result.body if result.merged else body
+                else:
+                    reported.append((line, result.reason or "overlap"))
+                    latest = c.fetch(PATH)
+                    version, text = int(latest.metadata["version"]), latest.body
+
+    threads = [threading.Thread(target=work, args=(w,)) for w in writers]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    final = client(server).fetch(PATH).body
+    lost = [line for line in landed if f"\n{line}\n" not in final]
+    with capsys.disabled():
+        print(f"\nstress: {len(landed)} edits landed, {len(reported)} reported back "
+              f"({sorted(set(r for _, r in reported))}), {len(lost)} lost")
+    assert len(landed) + len(reported) == 80 and lost == []
+    assert all(reason == "contention" for _, reason in reported)  # own sections never overlap
+    assert all(f"\n{line}\n" not in final for line, _ in reported)
+    assert client(server).versions(PATH).metadata["chain-valid"] == "true"
+
+
+def test_fail_mode_is_one_publish(server):
+    seed(server, ["A"])
+    client(server).publish(PATH, "someone else\n", expected_version=1)
+    session = requests.Session()
+    sent = []
+    session.hooks["response"].append(lambda response, *a, **k: sent.append(response.request.method))
+    result = mark_publish(client(server, session=session), PATH, "mine\n", 1)
+    assert (result.status, result.current_version, result.merged, sent) == ("conflict", 2, None, ["PUBLISH"])
+
+
+def test_concurrent_appends_serialize(server):
+    client(server).publish("/log.md", "log", expected_version=0)
+    texts = [f"entry {n}" for n in range(4)]
+
+    def append(text):
+        with client(server) as c:
+            while True:
+                result = mark_append(c, "/log.md", text)
+                if result.status == "ok":
+                    return result
+                assert f"\n{text}" not in c.fetch("/log.md").body  # lost the race: not written
+
+    results = together(*[lambda t=t: append(t) for t in texts])
+    assert sorted(r.version for r in results) == [2, 3, 4, 5] and not any(r.merged for r in results)
+    final = client(server).fetch("/log.md").body.split("\n")
+    assert final[0] == "log" and sorted(final[1:]) == texts
+
+
+def test_server_stopping_mid_loop_raises_and_writes_nothing(tmp_path):
+    store = tmp_path / "store"
+    server = serve(store, token=TOKEN, log=None)
+    base = seed(server, ["A", "B"])
+    client(server).publish(PATH, add_line(base, "B", "theirs"), expected_version=1)
+
+    class StopsServer(MarkClient):
+        def fetch(self, path, version=None):
+            response = super().fetch(path, version)
+            if version is None:
+                server.close()  # after the base and the latest were read, before the publish
+            return response
+
+    with pytest.raises(MarkError) as info:
+        mark_publish(StopsServer(server.url, token=TOKEN), PATH, add_line(base, "A", "ours"), 1,
+                     on_conflict="merge")
+    assert info.value.status == "transport" and TOKEN not in str(info.value)
+    with serve(store, token=TOKEN, log=None) as restarted:
+        versions = client(restarted).versions(PATH).metadata
+        assert (versions["total"], versions["chain-valid"]) == ("2", "true")
+        assert "ours" not in client(restarted).fetch(PATH).body
+
+
+def test_client_timeout_raises(tmp_path):
+    with socket.socket() as silent:  # accepts connections, never answers
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        url = f"http://127.0.0.1:{silent.getsockname()[1]}"
+        with pytest.raises(MarkError, match="Timeout") as info:
+            mark_publish(MarkClient(url, token=TOKEN, timeout=0.3), PATH, "x", 1)
+        assert info.value.status == "transport"
+
+
+def test_demo_command_runs():
+    run = subprocess.run([sys.executable, "demo.py"], capture_output=True, text=True, timeout=60,
+                         cwd=Path(__file__).parent)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.count("status: ok") == 2 and run.stdout.count("status: conflict") == 1
+    assert "Bob adds a point." in run.stdout.split("=== /notes.md")[1]
