@@ -15,11 +15,17 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import tracemalloc
 from pathlib import Path
 
+import requests
+
+from demo import add_line, sectioned_document
 from diff3 import diff3
+from mark_publish import MarkClient, mark_publish
+from mark_server import serve
 
 WORDS = (
     "agent document merge version paragraph server client publish conflict "
@@ -161,12 +167,81 @@ def bench_diff3(args) -> None:
     print("blocks = conflict blocks in the result (the finer merge has the same count as git or more).")
 
 
+# --------------------------------------------------------------- publish
+
+def publish_round(url: str, token: str, writer: str, edits: int, mode: str, path: str) -> dict:
+    """One writer's edits to its own section; what happened to each."""
+    session = requests.Session()
+    sent = []
+    session.hooks["response"].append(lambda response, *args, **kwargs: sent.append(1))
+    client = MarkClient(url, token=token, session=session)
+    latest = client.fetch(path)
+    version, text = int(latest.metadata["version"]), latest.body
+    landed, escalated, latencies = [], 0, []
+    for n in range(edits):
+        line = f"{writer} edit {n}"
+        body = add_line(text, writer, line)
+        start = time.perf_counter()
+        if mode == "merge":
+            result = mark_publish(client, path, body, version, on_conflict="merge")
+        else:  # the naive caller: on conflict, re-fetch and re-publish its stale body
+            result = mark_publish(client, path, body, version)
+            while result.status == "conflict":
+                current = int(client.fetch(path).metadata["version"])
+                result = mark_publish(client, path, body, current)
+        latencies.append(time.perf_counter() - start)
+        if result.status == "ok":
+            landed.append(line)
+            version, text = result.version, result.body if result.merged else body
+        else:
+            escalated += 1
+            latest = client.fetch(path)
+            version, text = int(latest.metadata["version"]), latest.body
+    return {"landed": landed, "escalated": escalated, "latencies": latencies, "requests": len(sent)}
+
+
+def bench_publish(args) -> None:
+    header = (f"{'writers':>7} {'mode':>6} {'edits':>5} {'landed':>6} {'escalated':>9} {'lost':>4} "
+              f"{'req/edit':>8} {'median ms':>9} {'p95 ms':>7}")
+    print(header)
+    print("-" * len(header))
+    token = "bench-token"
+    for writers in (1, 2, 4, 8):
+        for mode in ("merge", "naive"):
+            names = [f"W{n}" for n in range(writers)]
+            with tempfile.TemporaryDirectory() as store, serve(store, token=token, log=None) as server:
+                MarkClient(server.url, token=token).publish("/bench.md", sectioned_document(names), 0)
+                results = {}
+                threads = [threading.Thread(target=lambda w=w: results.__setitem__(
+                    w, publish_round(server.url, token, w, args.edits, mode, "/bench.md"))) for w in names]
+                for thread in threads:
+                    thread.start()
+                for thread in threads:
+                    thread.join()
+                final = MarkClient(server.url).fetch("/bench.md").body
+            landed = [line for r in results.values() for line in r["landed"]]
+            lost = sum(f"\n{line}\n" not in final for line in landed)
+            latencies = sorted(t for r in results.values() for t in r["latencies"])
+            requests_sent = sum(r["requests"] for r in results.values())
+            p95 = latencies[min(len(latencies) - 1, int(0.95 * len(latencies)))]
+            print(f"{writers:7} {mode:>6} {len(latencies):5} {len(landed):6} "
+                  f"{sum(r['escalated'] for r in results.values()):9} {lost:4} "
+                  f"{requests_sent / max(1, len(landed)):8.2f} {1000 * statistics.median(latencies):9.1f} "
+                  f"{1000 * p95:7.1f}")
+    print("\nlanded: calls that returned status ok; escalated: returned status conflict to the caller;")
+    print("lost: landed edits missing from the final document (the naive caller clobbers them);")
+    print("req/edit: HTTP requests (the initial FETCH included) per landed edit.")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     d = sub.add_parser("diff3", help="diff3() against git merge-file")
     d.add_argument("--repeat", type=int, default=7)
     d.set_defaults(run=bench_diff3)
+    p = sub.add_parser("publish", help="the merge loop against the reference server, and a naive caller")
+    p.add_argument("--edits", type=int, default=20, help="edits per writer")
+    p.set_defaults(run=bench_publish)
     args = parser.parse_args()
     args.run(args)
 

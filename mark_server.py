@@ -112,6 +112,7 @@ class Handler(BaseHTTPRequestHandler):
     """Turns each HTTP request, whatever its method, into one Mark exchange."""
 
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # else headers and body, written apart, wait ~40 ms for an ACK
     timeout = 30  # a client that stops sending cannot hold a thread forever
 
     def __getattr__(self, name: str):
