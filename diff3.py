@@ -123,17 +123,16 @@ def diff3(
     out: List[str] = []
     had_conflict = False
     for kind, *ranges in merge_regions(*_intern(texts)):
-        base_lines, our_lines, their_lines = (
-            lines[lo:hi] for lines, (lo, hi) in zip(texts, ranges)
-        )
-        if kind == "conflict":
-            had_conflict = True
-            out += [start, *our_lines]
-            if style == "diff3":
-                out += [middle, *base_lines]
-            out += [separator, *their_lines, end]
-        else:
-            out += {"base": base_lines, "ours": our_lines, "theirs": their_lines}[kind]
+        if kind != "conflict":
+            side = ("base", "ours", "theirs").index(kind)
+            out += texts[side][slice(*ranges[side])]
+            continue
+        had_conflict = True
+        base_lines, our_lines, their_lines = (lines[lo:hi] for lines, (lo, hi) in zip(texts, ranges))
+        out += [start, *our_lines]
+        if style == "diff3":
+            out += [middle, *base_lines]
+        out += [separator, *their_lines, end]
     return Merge(join_lines(out, eol), had_conflict)
 
 
@@ -152,7 +151,7 @@ def merge_regions(base: Sequence, ours: Sequence, theirs: Sequence) -> Iterator[
     shift = [0, 0]
     pos = 0
     for cluster in _clusters(tagged):
-        lo = min(hunk[0] for hunk, _ in cluster)
+        lo = cluster[0][0][0]  # sorted by base position
         hi = max(hunk[1] for hunk, _ in cluster)
         if pos < lo:
             yield "base", (pos, lo), (pos + shift[0], lo + shift[0]), (pos + shift[1], lo + shift[1])
@@ -346,7 +345,8 @@ def _unique_anchors(a: Sequence, b: Sequence) -> List[Tuple[int, int]]:
     """
     count_a, count_b = Counter(a), Counter(b)
     where_b = dict(zip(b, range(len(b))))
-    pairs = [(i, where_b[x]) for i, x in enumerate(a) if count_a[x] == 1 and count_b[x] == 1]
+    # .get: a Counter's [] calls Python-level __missing__ for every absent line
+    pairs = [(i, where_b[x]) for i, x in enumerate(a) if count_a[x] == 1 and count_b.get(x) == 1]
     if sorted(pairs, key=itemgetter(1)) == pairs:  # common: nothing moved
         return pairs
     tails: List[int] = []  # tails[n]: smallest j ending an ascending chain of n+1 pairs
@@ -379,7 +379,9 @@ def _gap_blocks(a: Sequence, b: Sequence, a_lo: int, a_hi: int, b_lo: int, b_hi:
         where_a = [i for i in range(a_lo, a_hi) if a[i] in common]
         where_b = [j for j in range(b_lo, b_hi) if b[j] in common]
         kept_a, kept_b = [a[i] for i in where_a], [b[j] for j in where_b]
-        blocks = _gap_blocks(kept_a, kept_b, 0, len(kept_a), 0, len(kept_b)) if common else []
+        if kept_a == kept_b:  # e.g. a rewritten section whose blank lines stayed put
+            return _coalesce(zip(where_a, where_b))
+        blocks = _gap_blocks(kept_a, kept_b, 0, len(kept_a), 0, len(kept_b))
         return _coalesce((where_a[i + t], where_b[j + t]) for i, j, size in blocks for t in range(size))
     if (a_hi - a_lo) * (b_hi - b_lo) <= _SMALL_GAP:
         matcher = difflib.SequenceMatcher(None, a[a_lo:a_hi], b[b_lo:b_hi], autojunk=False)
