@@ -74,18 +74,16 @@ from collections import Counter
 from operator import itemgetter
 from typing import Iterator, List, NamedTuple, Optional, Sequence, Tuple
 
-__all__ = ["diff3", "Merge", "main"]
+__all__ = ["diff3", "Merge", "merge_regions", "get_hunks", "split_lines", "join_lines", "main"]
 
 
 class Merge(NamedTuple):
-    merged: str
+    merged: str  # the merged text, with conflict blocks where needed
     had_conflict: bool
 
 
 Hunk = Tuple[int, int, int, int]  # (a_lo, a_hi, b_lo, b_hi): a[a_lo:a_hi] became b[b_lo:b_hi]
-Region = Tuple[str, Tuple[int, int], Tuple[int, int], Tuple[int, int]]
-
-
+Region = Tuple[str, Tuple[int, int], Tuple[int, int], Tuple[int, int]]  # see merge_regions
 
 
 def diff3(
@@ -191,6 +189,8 @@ def get_hunks(a: Sequence, b: Sequence) -> List[Hunk]:
 
 def split_lines(text: str) -> List[str]:
     """Split `text` after each "\\n", keeping the endings; "" has no lines."""
+    if text.count("\r") == text.count("\r\n") and not any(c in text for c in _OTHER_BREAKS):
+        return text.splitlines(keepends=True)  # the same lines here, at C speed
     lines = [line + "\n" for line in text.split("\n")]
     last = lines.pop()[:-1]
     if last:
@@ -207,6 +207,8 @@ def join_lines(lines: Sequence[str], eol: str) -> str:
 
 
 # ---------------------------------------------------------------- helpers
+
+_OTHER_BREAKS = "\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"  # str.splitlines splits on these, and on a lone \r
 
 def _check_labels(labels: Sequence[str]) -> None:
     if (

@@ -50,6 +50,7 @@ CASES = [
      "a\rb\x0bc\x0cd\x1ce\x85f\u2028g\u2029h\n", "a\rb\x0bc\x0cd\x1ce\x85f\u2028g\u2029h\nnew\n", False),
     ("separators are not line breaks", "x\u2028y\n", "X\u2028y\n", "x\u2028Y\n",
      f"{C}X\u2028y\n{S}x\u2028Y\n{E}", True),
+    ("separator in a last line without newline", "a\nb\u2028c", "A\nb\u2028c", "a\nb\u2028c", "A\nb\u2028c", False),
     ("setext heading is not a conflict", "Title\n=======\n\ntext\n", "Title\n=======\n\ntext!\n",
      "Title!\n=======\n\ntext\n", "Title!\n=======\n\ntext!\n", False),
     ("marker-like lines are not a conflict", "<<<<<<< x\n>>>>>>> y\n", "<<<<<<< x\n>>>>>>> y\nz\n",
