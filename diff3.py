@@ -131,7 +131,9 @@ def diff3(
         if style == "diff3":
             out += [middle, *base_lines]
         out += [separator, *their_lines, end]
-    return Merge(join_lines(out, eol), had_conflict)
+    # Only a document's last line can lack a newline; if none does, plain join.
+    ended = all(lines[-1].endswith("\n") for lines in texts if lines)
+    return Merge("".join(out) if ended else join_lines(out, eol), had_conflict)
 
 
 def merge_regions(base: Sequence, ours: Sequence, theirs: Sequence) -> Iterator[Region]:
@@ -303,15 +305,16 @@ def _matching_blocks(a: Sequence, b: Sequence) -> List[Tuple[int, int, int]]:
             continue
         # Each anchor starts a run of equal elements; one C-speed scan finds
         # its end, and the anchors inside that run need no work of their own.
+        starts = list(map(itemgetter(0), anchors))
         i0, j0 = a_lo, b_lo  # where the gap before the next run starts
-        for i, j in anchors:
-            i, j = a_lo + i, b_lo + j
-            if i < i0:
-                continue
+        k = 0
+        while k < len(anchors):
+            i, j = a_lo + anchors[k][0], b_lo + anchors[k][1]
             todo.append((i0, i, j0, j))  # never empty: the run before stopped at a mismatch
             size = _run_length(a, b, i, j, min(a_hi - i, b_hi - j))
             blocks.append((i, j, size))
             i0, j0 = i + size, j + size
+            k = bisect.bisect_left(starts, i0 - a_lo, k + 1)
         todo.append((i0, a_hi, j0, b_hi))
     blocks.sort()
     return blocks
