@@ -114,13 +114,10 @@ def few_distinct(size: int):
 
 # ------------------------------------------------------------ measuring
 
-def median_seconds(run, repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+def timed(run) -> float:
+    start = time.perf_counter()
+    run()
+    return time.perf_counter() - start
 
 
 def conflict_blocks(text: str) -> int:
@@ -139,8 +136,18 @@ def bench_diff3(args) -> None:
     print("-" * len(header))
     with tempfile.TemporaryDirectory() as tmp:
         for label, base, ours, theirs in cases:
-            repeat = args.repeat
-            ours_ms = 1000 * median_seconds(lambda: diff3(base, ours, theirs), repeat)
+            paths = []
+            for name, text in (("ours", ours), ("base", base), ("theirs", theirs)):
+                path = Path(tmp, name)
+                path.write_text(text, encoding="utf-8")
+                paths.append(str(path))
+            command = [git, "merge-file", "-p", *paths] if git else None
+            # Back to back, not interleaved: a git process between two calls
+            # would leave diff3 cold caches that an in-process caller does not have.
+            ours_times = [timed(lambda: diff3(base, ours, theirs)) for _ in range(args.repeat)]
+            git_times = [timed(lambda: subprocess.run(command, capture_output=True))
+                         for _ in range(args.repeat if command else 0)]
+            ours_ms = 1000 * statistics.median(ours_times)
             merged, _ = diff3(base, ours, theirs)
             tracemalloc.start()
             diff3(base, ours, theirs)
@@ -148,21 +155,14 @@ def bench_diff3(args) -> None:
             tracemalloc.stop()
             size = sum(len(t.encode()) for t in (base, ours, theirs))
             git_cell = ratio_cell = git_blocks = "-"
-            if git:
-                paths = []
-                for name, text in (("ours", ours), ("base", base), ("theirs", theirs)):
-                    path = Path(tmp, name)
-                    path.write_text(text, encoding="utf-8")
-                    paths.append(str(path))
-                command = [git, "merge-file", "-p", *paths]
-                git_ms = 1000 * median_seconds(
-                    lambda: subprocess.run(command, capture_output=True), repeat)
+            if command:
+                git_ms = 1000 * statistics.median(git_times)
                 git_out = subprocess.run(command, capture_output=True).stdout.decode()
                 git_cell, ratio_cell = f"{git_ms:8.1f}", f"{ours_ms / git_ms:6.2f}"
                 git_blocks = conflict_blocks(git_out)
             print(f"{label:28} {len(base.encode()) / 1024:6.0f} {ours_ms:9.1f} {git_cell:>8} "
                   f"{ratio_cell:>6} {peak / size:7.1f} {conflict_blocks(merged):6} {git_blocks:>4}")
-    print("\nmedians of", args.repeat, "runs; ratio = diff3 in-process / git merge-file as a process;")
+    print("\nmedians of", args.repeat, "runs each; ratio = diff3 in-process / git merge-file -p as a process;")
     print("peak/in = peak Python memory of one diff3 call / bytes of its three inputs;")
     print("blocks = conflict blocks in the result (the finer merge has the same count as git or more).")
 
@@ -237,7 +237,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     d = sub.add_parser("diff3", help="diff3() against git merge-file")
-    d.add_argument("--repeat", type=int, default=7)
+    d.add_argument("--repeat", type=int, default=9)
     d.set_defaults(run=bench_diff3)
     p = sub.add_parser("publish", help="the merge loop against the reference server, and a naive caller")
     p.add_argument("--edits", type=int, default=20, help="edits per writer")

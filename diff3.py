@@ -67,7 +67,6 @@ import argparse
 import array
 import bisect
 import difflib
-import itertools
 import math
 import sys
 from collections import Counter
@@ -120,7 +119,7 @@ def diff3(
     )
     out: List[str] = []
     had_conflict = False
-    for kind, *ranges in merge_regions(*_intern(texts)):
+    for kind, *ranges in merge_regions(*texts):
         if kind != "conflict":
             side = ("base", "ours", "theirs").index(kind)
             out += texts[side][slice(*ranges[side])]
@@ -230,17 +229,6 @@ def _line_ending(texts: Sequence[List[str]]) -> str:
         if lines and lines[0].endswith("\n"):
             return "\r\n" if lines[0].endswith("\r\n") else "\n"
     return "\n"
-
-
-def _intern(texts: Sequence[List[str]]) -> List[List[int]]:
-    """Replace lines by ints, equal lines by the very same int object.
-
-    Comparing list slices then stops at an identity check per element
-    instead of comparing strings.
-    """
-    distinct = dict.fromkeys(itertools.chain.from_iterable(texts))
-    ids = dict(zip(distinct, range(len(distinct))))
-    return [list(map(ids.__getitem__, lines)) for lines in texts]
 
 
 def _clusters(tagged: List[Tuple[Hunk, int]]) -> Iterator[List[Tuple[Hunk, int]]]:
