@@ -149,17 +149,12 @@ def merge_regions(base: Sequence, ours: Sequence, theirs: Sequence) -> Iterator[
     # position outside that side's hunks into a position in that side.
     shift = [0, 0]
     pos = 0
-    for cluster in _clusters(tagged):
-        lo = cluster[0][0][0]  # sorted by base position
-        hi = max(hunk[1] for hunk, _ in cluster)
+    for lo, hi, sides, growth in _clusters(tagged):
         if pos < lo:
             yield "base", (pos, lo), (pos + shift[0], lo + shift[0]), (pos + shift[1], lo + shift[1])
-        before = list(shift)
-        for (a_lo, a_hi, b_lo, b_hi), side in cluster:
-            shift[side] += (b_hi - b_lo) - (a_hi - a_lo)
-        o_lo, o_hi = lo + before[0], hi + shift[0]
-        t_lo, t_hi = lo + before[1], hi + shift[1]
-        sides = {side for _, side in cluster}
+        o_lo, t_lo = lo + shift[0], lo + shift[1]
+        shift = [shift[0] + growth[0], shift[1] + growth[1]]
+        o_hi, t_hi = hi + shift[0], hi + shift[1]
         if sides == {1}:
             kind = "theirs"
         elif sides == {0} or ours[o_lo:o_hi] == theirs[t_lo:t_hi]:
@@ -231,22 +226,29 @@ def _line_ending(texts: Sequence[List[str]]) -> str:
     return "\n"
 
 
-def _clusters(tagged: List[Tuple[Hunk, int]]) -> Iterator[List[Tuple[Hunk, int]]]:
+def _clusters(tagged: List[Tuple[Hunk, int]]) -> Iterator[Tuple[int, int, set, List[int]]]:
     """Group (hunk, side) pairs, sorted by base range, into colliding runs.
 
-    A hunk joins the current group when it collides with the group's last
-    hunk of the other side; hunks of one side never touch each other, so
-    no earlier hunk could collide with it.
+    Yields each group as (lo, hi, sides, growth): the base range it covers,
+    the set of sides (0 ours, 1 theirs) with hunks in it, and how many lines
+    each side gained there.  A hunk joins the current group when it collides
+    with the group's last hunk of the other side; hunks of one side never
+    touch each other, so no earlier hunk could collide with it.
     """
-    group: List[Tuple[Hunk, int]] = []
+    group = None
     last: List[Optional[Hunk]] = [None, None]
     for hunk, side in tagged:
+        a_lo, a_hi, b_lo, b_hi = hunk
         other = last[1 - side]
         if not (other and _collide(hunk, other)):
             if group:
                 yield group
-            group, last = [], [None, None]
-        group.append((hunk, side))
+            group, last = (a_lo, a_hi, set(), [0, 0]), [None, None]
+        lo, hi, sides, growth = group
+        if a_hi > hi:
+            group = (lo, a_hi, sides, growth)
+        sides.add(side)
+        growth[side] += (b_hi - b_lo) - (a_hi - a_lo)
         last[side] = hunk
     if group:
         yield group
@@ -314,6 +316,9 @@ def _run_length(a: Sequence, b: Sequence, i: int, j: int, limit: int, backward: 
     Compares slices of doubling then halving size, so a long run costs a
     few C-level slice compares instead of one Python step per element.
     """
+    if limit <= 0 or (a[i - 1] != b[j - 1] if backward else a[i] != b[j]):
+        return 0  # the usual answer at the edge of a gap, without building `same`
+
     def same(k: int, step: int) -> bool:
         if backward:
             return a[i - k - step:i - k] == b[j - k - step:j - k]
