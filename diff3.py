@@ -55,9 +55,11 @@ without it, it is quadratic on them.  So the diff works in layers:
 2. anchor on lines that occur exactly once in both sequences, in the
    longest order-preserving chain of them (patience diff), and treat the gaps
    between anchors the same way;
-3. a gap without such lines is diffed by `difflib.SequenceMatcher` when it
-   is small, otherwise by Myers' O(ND) shortest-edit search, whose runs of
-   equal lines are compared by list slices at C speed;
+3. a gap without such lines first drops the lines found on one side only
+   (they can never match; a rewritten paragraph leaves just its blank
+   lines), then is diffed by `difflib.SequenceMatcher` when it is small,
+   otherwise by Myers' O(ND) shortest-edit search; runs of equal lines are
+   always measured by comparing list slices, at C speed;
 4. when that search would exceed an edit-distance budget (a gap where nearly
    everything changed), the gap is taken as one replaced block: coarser,
    never wrong.
