@@ -208,6 +208,7 @@ def join_lines(lines: Sequence[str], eol: str) -> str:
 
 _OTHER_BREAKS = "\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"  # str.splitlines splits on these, and on a lone \r
 
+
 def _check_labels(labels: Sequence[str]) -> None:
     if (
         isinstance(labels, str)

@@ -225,8 +225,7 @@ class MarkClient:
                 body: str = "") -> MarkResponse:
         """Send any Mark request; the token is added as `auth` metadata."""
         _check_path(path)
-        if not isinstance(body, str):
-            raise TypeError(f"body must be str, not {type(body).__name__}")
+        _check_body(body)
         metadata = dict(metadata or {})
         if self._token:
             metadata["auth"] = self._token
@@ -320,8 +319,7 @@ def mark_append(client: MarkClient, path: str, body: str,
     With no `expected_version` (or 0), the current version is read first.
     """
     _check_path(path)
-    if not isinstance(body, str):
-        raise TypeError(f"body must be str, not {type(body).__name__}")
+    _check_body(body)
     if not body:
         raise ValueError("body must not be empty for an APPEND")
     if expected_version is not None:
@@ -426,7 +424,7 @@ def _read_scalar(text: str, key: bool):
         comment = text.find(" #")
         value, rest = (text, "") if comment < 0 else (text[:comment], text[comment:])
     value = value.strip(" ")
-    if not value and key or value[:1] in ("|", ">", "[", "{", "&", "*", "!", "%", "@", "`"):
+    if (key and not value) or value[:1] in ("|", ">", "[", "{", "&", "*", "!", "%", "@", "`"):
         raise ValueError(f"unsupported YAML scalar: {text!r}")
     return value, rest
 
@@ -483,10 +481,14 @@ def _check_path(path) -> None:
         raise ValueError(f"path must not contain NUL or control characters: {path!r}")
 
 
-def _check_publish(path, body, expected_version, max_retries) -> None:
-    _check_path(path)
+def _check_body(body) -> None:
     if not isinstance(body, str):
         raise TypeError(f"body must be str, not {type(body).__name__}")
+
+
+def _check_publish(path, body, expected_version, max_retries) -> None:
+    _check_path(path)
+    _check_body(body)
     _check_int("expected_version", expected_version, minimum=0)
     _check_int("max_retries", max_retries, minimum=1)
 

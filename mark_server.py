@@ -278,7 +278,8 @@ class Store:
 
     def list(self, path: str):
         directory = self.root if path == "/" else self.root / self.document(path.rstrip("/") or "/")
-        if not directory.is_dir() or self.root not in (directory.resolve(), *directory.resolve().parents):
+        real = directory.resolve()
+        if not directory.is_dir() or self.root not in (real, *real.parents):
             raise MarkFailure("not-found", "Not found", f"{path} not found")
         entries = []
         for entry in sorted(directory.iterdir()):
@@ -296,10 +297,11 @@ class Store:
             raise MarkFailure("conflict", "Conflict",
                               f"/{name} is at version {current}, not {expected}: fetch it, merge, publish again",
                               **{"your-version": str(expected), "server-version": str(current)})
+        previous, old_body = self.read(name, current) if current else (None, None)
         if verb == "APPEND":
             if not current:
                 raise MarkFailure("not-found", "Not found", f"/{name} not found")
-            body = self.read(name, current)[1] + "\n" + body
+            body = old_body + "\n" + body
         archived = self.archived(name)
         if not body:
             if not archived:
@@ -310,16 +312,19 @@ class Store:
             raise MarkFailure("archived", "Archived", f"/{name} is archived; publish an empty body to restore it")
         if len(body.encode("utf-8")) > MAX_DOCUMENT:
             raise MarkFailure("too-large", "Too large", f"documents are limited to {MAX_DOCUMENT} bytes")
-        if current and self.read(name, current)[1] == body:
+        if body == old_body:
             return "ok", {"version": str(current), "modified": self.modified(name, current)}, ""
-        self.create(name, current + 1, body)
+        self.create(name, current + 1, body, previous)
         return "created", {"version": str(current + 1), "modified": self.modified(name, current + 1)}, ""
 
-    def create(self, name: str, version: int, body: str) -> None:
-        """Write version file N once (O_EXCL, fsync), then point the document at it."""
+    def create(self, name: str, version: int, body: str, previous: Optional[bytes]) -> None:
+        """Write version file N once (O_EXCL, fsync), then point the document at it.
+
+        `previous` is the bytes of version N-1's file (None for version 1),
+        which the new file's previous-hash chains to.
+        """
         header = {"version": str(version)}
-        if version > 1:
-            previous = self.version_file(name, version - 1).read_bytes()
+        if previous is not None:
             header["previous-hash"] = "sha256-" + hashlib.sha256(previous).hexdigest()
         target = self.version_file(name, version)
         target.parent.mkdir(parents=True, exist_ok=True)
