@@ -54,8 +54,11 @@ without it, it is quadratic on them.  So the diff works in layers:
 1. trim the common prefix and suffix;
 2. anchor on lines that occur exactly once in both sequences, in the
    longest order-preserving chain of them (patience diff), and treat the gaps
-   between anchors the same way;
-3. a gap without such lines first drops the lines found on one side only
+   between anchors the same way.  Usually no such line moved and the chain
+   is all of them: one walk along the first sequence confirms it while it
+   extends each anchor into its run of equal lines, and only a walk that
+   meets a moved line computes the chain;
+3. a small gap, or one without such lines, first drops the lines found on one side only
    (they can never match; a rewritten paragraph leaves just its blank
    lines), then is diffed by `difflib.SequenceMatcher` when it is small,
    otherwise by Myers' O(ND) shortest-edit search; runs of equal lines are
@@ -72,7 +75,6 @@ import difflib
 import math
 import sys
 from collections import Counter
-from operator import itemgetter
 from typing import Iterator, List, NamedTuple, Optional, Sequence, Tuple
 
 __all__ = ["diff3", "Merge", "merge_regions", "get_hunks", "split_lines", "join_lines", "main"]
@@ -121,17 +123,17 @@ def diff3(
     )
     out: List[str] = []
     had_conflict = False
-    for kind, *ranges in merge_regions(*texts):
-        if kind != "conflict":
-            side = ("base", "ours", "theirs").index(kind)
-            out += texts[side][slice(*ranges[side])]
-            continue
-        had_conflict = True
-        base_lines, our_lines, their_lines = (lines[lo:hi] for lines, (lo, hi) in zip(texts, ranges))
-        out += [start, *our_lines]
-        if style == "diff3":
-            out += [middle, *base_lines]
-        out += [separator, *their_lines, end]
+    for kind, (b_lo, b_hi), (o_lo, o_hi), (t_lo, t_hi) in merge_regions(*texts):
+        if kind == "theirs":
+            out += texts[2][t_lo:t_hi]
+        elif kind != "conflict":  # "ours", or "base": ours holds the base lines there too
+            out += texts[1][o_lo:o_hi]
+        else:
+            had_conflict = True
+            out += [start, *texts[1][o_lo:o_hi]]
+            if style == "diff3":
+                out += [middle, *texts[0][b_lo:b_hi]]
+            out += [separator, *texts[2][t_lo:t_hi], end]
     # Only a document's last line can lack a newline; if none does, plain join.
     ended = all(lines[-1].endswith("\n") for lines in texts if lines)
     return Merge("".join(out) if ended else join_lines(out, eol), had_conflict)
@@ -147,19 +149,20 @@ def merge_regions(base: Sequence, ours: Sequence, theirs: Sequence) -> Iterator[
     """
     tagged = sorted([(h, 0) for h in get_hunks(base, ours)] +
                     [(h, 1) for h in get_hunks(base, theirs)])
-    # shift[s]: how many lines side s has gained so far, which turns a base
-    # position outside that side's hunks into a position in that side.
-    shift = [0, 0]
+    # How many lines ours and theirs have gained so far: added to a base
+    # position outside that side's hunks, it gives the position in that side.
+    shift_o = shift_t = 0
     pos = 0
-    for lo, hi, sides, growth in _clusters(tagged):
+    for lo, hi, sides, growth_o, growth_t in _clusters(tagged):
         if pos < lo:
-            yield "base", (pos, lo), (pos + shift[0], lo + shift[0]), (pos + shift[1], lo + shift[1])
-        o_lo, t_lo = lo + shift[0], lo + shift[1]
-        shift = [shift[0] + growth[0], shift[1] + growth[1]]
-        o_hi, t_hi = hi + shift[0], hi + shift[1]
-        if sides == {1}:
-            kind = "theirs"
-        elif sides == {0} or ours[o_lo:o_hi] == theirs[t_lo:t_hi]:
+            yield "base", (pos, lo), (pos + shift_o, lo + shift_o), (pos + shift_t, lo + shift_t)
+        o_lo, t_lo = lo + shift_o, lo + shift_t
+        shift_o += growth_o
+        shift_t += growth_t
+        o_hi, t_hi = hi + shift_o, hi + shift_t
+        if sides != "both":
+            kind = sides
+        elif ours[o_lo:o_hi] == theirs[t_lo:t_hi]:
             kind = "ours"
         else:
             kind = "conflict"
@@ -167,7 +170,7 @@ def merge_regions(base: Sequence, ours: Sequence, theirs: Sequence) -> Iterator[
         pos = hi
     end = len(base)
     if pos < end:
-        yield "base", (pos, end), (pos + shift[0], end + shift[0]), (pos + shift[1], end + shift[1])
+        yield "base", (pos, end), (pos + shift_o, end + shift_o), (pos + shift_t, end + shift_t)
 
 
 def get_hunks(a: Sequence, b: Sequence) -> List[Hunk]:
@@ -187,7 +190,8 @@ def get_hunks(a: Sequence, b: Sequence) -> List[Hunk]:
 
 def split_lines(text: str) -> List[str]:
     """Split `text` after each "\\n", keeping the endings; "" has no lines."""
-    if text.count("\r") == text.count("\r\n") and not any(c in text for c in _OTHER_BREAKS):
+    lone_cr = "\r" in text and text.count("\r") != text.count("\r\n")
+    if not lone_cr and not any(c in text for c in _OTHER_BREAKS):
         return text.splitlines(keepends=True)  # the same lines here, at C speed
     lines = [line + "\n" for line in text.split("\n")]
     last = lines.pop()[:-1]
@@ -229,32 +233,36 @@ def _line_ending(texts: Sequence[List[str]]) -> str:
     return "\n"
 
 
-def _clusters(tagged: List[Tuple[Hunk, int]]) -> Iterator[Tuple[int, int, set, List[int]]]:
+_SIDES = (None, "ours", "theirs", "both")  # by bit mask: 1 ours, 2 theirs
+
+
+def _clusters(tagged: List[Tuple[Hunk, int]]) -> Iterator[Tuple[int, int, str, int, int]]:
     """Group (hunk, side) pairs, sorted by base range, into colliding runs.
 
-    Yields each group as (lo, hi, sides, growth): the base range it covers,
-    the set of sides (0 ours, 1 theirs) with hunks in it, and how many lines
-    each side gained there.  A hunk joins the current group when it collides
-    with the group's last hunk of the other side; hunks of one side never
-    touch each other, so no earlier hunk could collide with it.
+    Yields each group as (lo, hi, sides, growth_ours, growth_theirs): the
+    base range it covers, "ours", "theirs" or "both" for the sides (0 ours,
+    1 theirs) with hunks in it, and how many lines each side gained there.
+    A hunk joins the current group when it collides with the group's last
+    hunk of the other side; hunks of one side never touch each other, so no
+    earlier hunk could collide with it.
     """
-    group = None
+    mask = lo = hi = 0
+    growth = [0, 0]
     last: List[Optional[Hunk]] = [None, None]
     for hunk, side in tagged:
         a_lo, a_hi, b_lo, b_hi = hunk
         other = last[1 - side]
         if not (other and _collide(hunk, other)):
-            if group:
-                yield group
-            group, last = (a_lo, a_hi, set(), [0, 0]), [None, None]
-        lo, hi, sides, growth = group
-        if a_hi > hi:
-            group = (lo, a_hi, sides, growth)
-        sides.add(side)
+            if mask:
+                yield lo, hi, _SIDES[mask], growth[0], growth[1]
+            mask, lo, hi, growth, last = 0, a_lo, a_hi, [0, 0], [None, None]
+        elif a_hi > hi:
+            hi = a_hi
+        mask |= 1 << side
         growth[side] += (b_hi - b_lo) - (a_hi - a_lo)
         last[side] = hunk
-    if group:
-        yield group
+    if mask:
+        yield lo, hi, _SIDES[mask], growth[0], growth[1]
 
 
 def _collide(h: Hunk, g: Hunk) -> bool:
@@ -292,22 +300,15 @@ def _matching_blocks(a: Sequence, b: Sequence) -> List[Tuple[int, int, int]]:
         if a_lo == a_hi or b_lo == b_hi:
             continue
         small = (a_hi - a_lo) * (b_hi - b_lo) <= _SMALL_GAP
-        anchors = [] if small else _unique_anchors(a[a_lo:a_hi], b[b_lo:b_hi])
-        if not anchors:
+        runs = [] if small else _anchored_runs(a, b, a_lo, a_hi, b_lo, b_hi)
+        if not runs:
             blocks += _gap_blocks(a, b, a_lo, a_hi, b_lo, b_hi)
             continue
-        # Each anchor starts a run of equal elements; one C-speed scan finds
-        # its end, and the anchors inside that run need no work of their own.
-        starts = list(map(itemgetter(0), anchors))
         i0, j0 = a_lo, b_lo  # where the gap before the next run starts
-        k = 0
-        while k < len(anchors):
-            i, j = a_lo + anchors[k][0], b_lo + anchors[k][1]
+        for i, j, size in runs:
             todo.append((i0, i, j0, j))  # never empty: the run before stopped at a mismatch
-            size = _run_length(a, b, i, j, min(a_hi - i, b_hi - j))
             blocks.append((i, j, size))
             i0, j0 = i + size, j + size
-            k = bisect.bisect_left(starts, i0 - a_lo, k + 1)
         todo.append((i0, a_hi, j0, b_hi))
     blocks.sort()
     return blocks
@@ -327,7 +328,7 @@ def _run_length(a: Sequence, b: Sequence, i: int, j: int, limit: int, backward: 
             return a[i - k - step:i - k] == b[j - k - step:j - k]
         return a[i + k:i + k + step] == b[j + k:j + k + step]
 
-    k, step = 0, 1
+    k, step = 1, 1  # the first element matched above
     while step <= limit - k and same(k, step):
         k += step
         step *= 2
@@ -338,22 +339,57 @@ def _run_length(a: Sequence, b: Sequence, i: int, j: int, limit: int, backward: 
     return k
 
 
-def _unique_anchors(a: Sequence, b: Sequence) -> List[Tuple[int, int]]:
-    """Pairs (i, j) of elements occurring once in `a` and once in `b`.
+def _anchored_runs(a: Sequence, b: Sequence, a_lo: int, a_hi: int, b_lo: int, b_hi: int):
+    """Runs of equal elements, (i, j, size) each, that start at patience anchors.
 
-    Only the longest chain ascending in both i and j is kept (patience
-    diff): these lines are the safest places to align the two sequences.
+    The anchors are the elements occurring once in a[a_lo:a_hi] and once in
+    b[b_lo:b_hi], in the longest chain ascending in both sequences: the
+    safest places to align them.  Usually none of them moved, the chain is
+    all of them, and `_walk_runs` finds that out without listing them.
     """
-    count_a, count_b = Counter(a), Counter(b)
-    where_b = dict(zip(b, range(len(b))))
-    # .get: a Counter's [] calls Python-level __missing__ for every absent line
-    pairs = [(i, where_b[x]) for i, x in enumerate(a) if count_a[x] == 1 and count_b.get(x) == 1]
-    if sorted(pairs, key=itemgetter(1)) == pairs:  # common: nothing moved
-        return pairs
-    tails: List[int] = []  # tails[n]: smallest j ending an ascending chain of n+1 pairs
-    ends: List[int] = []  # index in pairs of that chain's last pair
-    before: List[int] = []  # per pair: index of the pair before it in its chain
-    for index, (_, j) in enumerate(pairs):
+    count_a, count_b = Counter(a[a_lo:a_hi]), Counter(b[b_lo:b_hi])
+    runs = _walk_runs(a, b, a_lo, a_hi, b_lo, b_hi, count_a, count_b)
+    if runs is None:  # some moved: keep only the longest ascending chain
+        unique = {x for x, n in count_a.items() if n == 1 and count_b.get(x) == 1}
+        chain = dict.fromkeys(_longest_chain(a, b, a_lo, a_hi, b_lo, b_hi, unique), 1)
+        runs = _walk_runs(a, b, a_lo, a_hi, b_lo, b_hi, chain, chain)
+    return runs
+
+
+def _walk_runs(a: Sequence, b: Sequence, a_lo: int, a_hi: int, b_lo: int, b_hi: int,
+               count_a: dict, count_b: dict):
+    """Walk `a`, extending each anchor met into a run of equal elements.
+
+    An anchor is an element counted once in both `count_a` and `count_b`.
+    Each must lie ahead in `b` of the run before it; if one lies behind (it
+    moved), returns None.  Anchors met inside a run need no work: being
+    unique, they are matched there already.
+    """
+    runs = []
+    i, j = a_lo, b_lo
+    while i < a_hi:
+        x = a[i]
+        if count_b.get(x) != 1 or count_a.get(x) != 1:
+            i += 1
+            continue
+        try:
+            j = b.index(x, j, b_hi)
+        except ValueError:
+            return None
+        size = _run_length(a, b, i, j, min(a_hi - i, b_hi - j))
+        runs.append((i, j, size))
+        i, j = i + size, j + size
+    return runs
+
+
+def _longest_chain(a: Sequence, b: Sequence, a_lo: int, a_hi: int, b_lo: int, b_hi: int, unique: set) -> set:
+    """Of the `unique` elements, those in the longest chain ascending in both a and b."""
+    where_b = dict(zip(b[b_lo:b_hi], range(b_lo, b_hi)))  # right for the unique ones
+    js = [where_b[x] for x in a[a_lo:a_hi] if x in unique]  # b positions, in a's order
+    tails: List[int] = []  # tails[n]: smallest j ending an ascending chain of n+1 elements
+    ends: List[int] = []  # index in js of that chain's last element
+    before: List[int] = []  # per element: index in js of the one before it in its chain
+    for index, j in enumerate(js):
         n = bisect.bisect_left(tails, j)
         if n == len(tails):
             tails.append(j)
@@ -361,24 +397,25 @@ def _unique_anchors(a: Sequence, b: Sequence) -> List[Tuple[int, int]]:
         else:
             tails[n], ends[n] = j, index
         before.append(ends[n - 1] if n else -1)
-    chain = []
-    index = ends[-1] if ends else -1
+    chain = set()
+    index = ends[-1]
     while index >= 0:
-        chain.append(pairs[index])
+        chain.add(b[js[index]])
         index = before[index]
-    return chain[::-1]
+    return chain
 
 
 def _gap_blocks(a: Sequence, b: Sequence, a_lo: int, a_hi: int, b_lo: int, b_hi: int):
-    """Matching blocks of a gap in which no element is unique on both sides."""
-    only_a, only_b = set(a[a_lo:a_hi]), set(b[b_lo:b_hi])
-    if only_a != only_b:
+    """Matching blocks of a gap that is small or has no element unique on both sides."""
+    gap_a, gap_b = a[a_lo:a_hi], b[b_lo:b_hi]
+    in_a, in_b = set(gap_a), set(gap_b)
+    if in_a != in_b:
         # An element found on one side only can never match: diffing the
         # rest gives the same matches, from sequences often far shorter
         # (a rewritten paragraph leaves just its blank lines).
-        common = only_a & only_b
-        where_a = [i for i in range(a_lo, a_hi) if a[i] in common]
-        where_b = [j for j in range(b_lo, b_hi) if b[j] in common]
+        common = in_a & in_b
+        where_a = [i for i, x in enumerate(gap_a, a_lo) if x in common]
+        where_b = [j for j, x in enumerate(gap_b, b_lo) if x in common]
         kept_a, kept_b = [a[i] for i in where_a], [b[j] for j in where_b]
         if kept_a == kept_b:  # e.g. a rewritten section whose blank lines stayed put
             return _coalesce(zip(where_a, where_b))
@@ -392,13 +429,18 @@ def _gap_blocks(a: Sequence, b: Sequence, a_lo: int, a_hi: int, b_lo: int, b_hi:
 
 def _coalesce(pairs) -> List[Tuple[int, int, int]]:
     """Ascending matched pairs (i, j) as blocks (i, j, size) of consecutive pairs."""
-    blocks: List[List[int]] = []
+    blocks = []
+    i0 = j0 = size = 0
     for i, j in pairs:
-        if blocks and blocks[-1][0] + blocks[-1][2] == i and blocks[-1][1] + blocks[-1][2] == j:
-            blocks[-1][2] += 1
-        else:
-            blocks.append([i, j, 1])
-    return [(i, j, size) for i, j, size in blocks]
+        if size and i == i0 + size and j == j0 + size:
+            size += 1
+            continue
+        if size:
+            blocks.append((i0, j0, size))
+        i0, j0, size = i, j, 1
+    if size:
+        blocks.append((i0, j0, size))
+    return blocks
 
 
 def _edit_budget(length: int) -> int:

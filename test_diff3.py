@@ -143,6 +143,37 @@ def test_myers_search_finds_a_longest_common_subsequence():
         assert sum(size for *_, size in blocks) == lcs_length(a, b)
 
 
+def longest_ascending(values):
+    """Length of the longest strictly ascending subsequence, the quadratic way."""
+    best = []
+    for k, v in enumerate(values):
+        best.append(1 + max((best[m] for m in range(k) if values[m] < v), default=0))
+    return max(best, default=0)
+
+
+def test_anchored_runs_follow_the_longest_chain_of_unique_lines():
+    rng = random.Random(11)
+    for _ in range(400):
+        a = [rng.randint(0, 60) for _ in range(rng.randint(1, 80))]
+        b = list(a)
+        for _ in range(rng.randint(0, 3)):  # move a block, or replace an element
+            lo = rng.randrange(len(b))
+            block = b[lo:lo + rng.randint(1, 10)]
+            del b[lo:lo + len(block)]
+            at = rng.randint(0, len(b))
+            b[at:at] = block if rng.random() < 0.7 else [rng.randint(0, 60)]
+        unique = {x for x in a if a.count(x) == 1 and b.count(x) == 1}
+        runs = diff3_module._anchored_runs(a, b, 0, len(a), 0, len(b))
+        i0 = j0 = covered = 0
+        for i, j, size in runs:
+            assert i >= i0 and j >= j0 and a[i] in unique and a[i:i + size] == b[j:j + size]
+            assert i + size == len(a) or j + size == len(b) or a[i + size] != b[j + size]
+            covered += sum(x in unique for x in a[i:i + size])
+            i0, j0 = i + size, j + size
+        # Every anchor of a longest chain, and nothing else unique, lies in a run.
+        assert covered == longest_ascending([b.index(x) for x in a if x in unique])
+
+
 # ----------------------------------------------------- randomized properties
 
 def random_text(rng, alphabet="abc", most=12):
