@@ -112,6 +112,22 @@ def few_distinct(size: int):
     return "few distinct lines 1 MiB", join(lines) + "\n", join(ours) + "\n", join(theirs) + "\n"
 
 
+def noise(size: int):
+    """About `size` bytes of random one-letter lines ("x" or "y"), ours unrelated to base.
+
+    Beyond the classes above: no line is unique and nearly everything
+    differs, so the diff gives up at its edit budget and the merge falls
+    back to one coarse conflict block (which loses no line).
+    """
+    rng = random.Random(5)
+    n = size // 2
+    base = [rng.choice("xy") for _ in range(n)]
+    ours = [rng.choice("xy") for _ in range(n)]
+    theirs = base[:n // 2] + ["mid"] + base[n // 2 + 1:]
+    join = "\n".join
+    return "one-letter noise 64 KiB", join(base) + "\n", join(ours) + "\n", join(theirs) + "\n"
+
+
 # ------------------------------------------------------------ measuring
 
 def timed(run) -> float:
@@ -129,11 +145,12 @@ def bench_diff3(args) -> None:
     cases = []
     for size, name in ((4 << 10, "4 KiB"), (64 << 10, "64 KiB"), (1 << 20, "1 MiB")):
         cases += list(scenarios(size, name))
-    cases.append(few_distinct(1 << 20))
-    header = (f"{'scenario':28} {'KiB':>6} {'diff3 ms':>9} {'git ms':>8} {'ratio':>6} "
+    cases += [few_distinct(1 << 20), noise(64 << 10)]
+    header = (f"{'scenario':28} {'KiB':>6} {'diff3 ms':>9} {'git ms':>8} {'ratio':>6} {'x64K':>5} "
               f"{'peak/in':>7} {'blocks':>6} {'git':>4}")
     print(header)
     print("-" * len(header))
+    medians = {}
     with tempfile.TemporaryDirectory() as tmp:
         for label, base, ours, theirs in cases:
             paths = []
@@ -142,12 +159,19 @@ def bench_diff3(args) -> None:
                 path.write_text(text, encoding="utf-8")
                 paths.append(str(path))
             command = [git, "merge-file", "-p", *paths] if git else None
-            # Back to back, not interleaved: a git process between two calls
-            # would leave diff3 cold caches that an in-process caller does not have.
-            ours_times = [timed(lambda: diff3(base, ours, theirs)) for _ in range(args.repeat)]
-            git_times = [timed(lambda: subprocess.run(command, capture_output=True))
-                         for _ in range(args.repeat if command else 0)]
-            ours_ms = 1000 * statistics.median(ours_times)
+            # The machine's speed drifts over seconds, so both are timed in
+            # alternating rounds; each round first warms diff3 up untimed, as
+            # a git process in between leaves it caches an in-process caller
+            # would not have cold.
+            ours_times, git_times = [], []
+            for _ in range(args.rounds):
+                diff3(base, ours, theirs)
+                ours_times += [timed(lambda: diff3(base, ours, theirs)) for _ in range(3)]
+                git_times += [timed(lambda: subprocess.run(command, capture_output=True))
+                              for _ in range(3 if command else 0)]
+            ours_ms = medians[label] = 1000 * statistics.median(ours_times)
+            smaller = medians.get(label.replace("1 MiB", "64 KiB"))
+            growth_cell = f"{ours_ms / smaller:5.1f}" if smaller and label.endswith("1 MiB") else "-"
             merged, _ = diff3(base, ours, theirs)
             tracemalloc.start()
             diff3(base, ours, theirs)
@@ -161,10 +185,14 @@ def bench_diff3(args) -> None:
                 git_cell, ratio_cell = f"{git_ms:8.1f}", f"{ours_ms / git_ms:6.2f}"
                 git_blocks = conflict_blocks(git_out)
             print(f"{label:28} {len(base.encode()) / 1024:6.0f} {ours_ms:9.1f} {git_cell:>8} "
-                  f"{ratio_cell:>6} {peak / size:7.1f} {conflict_blocks(merged):6} {git_blocks:>4}")
-    print("\nmedians of", args.repeat, "runs each; ratio = diff3 in-process / git merge-file -p as a process;")
-    print("peak/in = peak Python memory of one diff3 call / bytes of its three inputs;")
-    print("blocks = conflict blocks in the result (the finer merge has the same count as git or more).")
+                  f"{ratio_cell:>6} {growth_cell:>5} {peak / size:7.1f} {conflict_blocks(merged):6} {git_blocks:>4}")
+    print(f"""
+medians of {3 * args.rounds} runs each, in {args.rounds} alternating rounds;
+ratio = diff3 in-process / git merge-file -p as a process;
+x64K = diff3 time at 1 MiB / its time for the same class at 64 KiB (16x the input);
+peak/in = peak Python memory of one diff3 call / bytes of its three inputs;
+blocks, git = conflict blocks in diff3's and git's result; adjacent edits are clean by design;
+one-letter noise: beyond the classes, diff3 hits its edit budget and keeps one coarse block.""")
 
 
 # --------------------------------------------------------------- publish
@@ -237,7 +265,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     d = sub.add_parser("diff3", help="diff3() against git merge-file")
-    d.add_argument("--repeat", type=int, default=9)
+    d.add_argument("--rounds", type=int, default=5, help="rounds of 3 timed runs of each")
     d.set_defaults(run=bench_diff3)
     p = sub.add_parser("publish", help="the merge loop against the reference server, and a naive caller")
     p.add_argument("--edits", type=int, default=20, help="edits per writer")
