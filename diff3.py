@@ -77,7 +77,7 @@ import sys
 from collections import Counter
 from typing import Iterator, List, NamedTuple, Optional, Sequence, Tuple
 
-__all__ = ["diff3", "Merge", "merge_regions", "get_hunks", "split_lines", "join_lines", "main"]
+__all__ = ["diff3", "Merge", "get_hunks", "split_lines", "join_lines", "main"]
 
 
 class Merge(NamedTuple):
@@ -86,7 +86,6 @@ class Merge(NamedTuple):
 
 
 Hunk = Tuple[int, int, int, int]  # (a_lo, a_hi, b_lo, b_hi): a[a_lo:a_hi] became b[b_lo:b_hi]
-Region = Tuple[str, Tuple[int, int], Tuple[int, int], Tuple[int, int]]  # see merge_regions
 
 
 def diff3(
@@ -114,63 +113,12 @@ def diff3(
     eol = _line_ending(texts)
     start, middle, separator, end = (
         marker + eol
-        for marker in (
-            "<<<<<<< " + labels[0],
-            "||||||| " + labels[1],
-            "=======",
-            ">>>>>>> " + labels[2],
-        )
+        for marker in ("<<<<<<< " + labels[0], "||||||| " + labels[1], "=======", ">>>>>>> " + labels[2])
     )
-    out: List[str] = []
-    had_conflict = False
-    for kind, (b_lo, b_hi), (o_lo, o_hi), (t_lo, t_hi) in merge_regions(*texts):
-        if kind == "theirs":
-            out += texts[2][t_lo:t_hi]
-        elif kind != "conflict":  # "ours", or "base": ours holds the base lines there too
-            out += texts[1][o_lo:o_hi]
-        else:
-            had_conflict = True
-            out += [start, *texts[1][o_lo:o_hi]]
-            if style == "diff3":
-                out += [middle, *texts[0][b_lo:b_hi]]
-            out += [separator, *texts[2][t_lo:t_hi], end]
+    out, had_conflict = _merge_lines(*texts, (start, middle if style == "diff3" else None, separator, end))
     # Only a document's last line can lack a newline; if none does, plain join.
     ended = all(lines[-1].endswith("\n") for lines in texts if lines)
     return Merge("".join(out) if ended else join_lines(out, eol), had_conflict)
-
-
-def merge_regions(base: Sequence, ours: Sequence, theirs: Sequence) -> Iterator[Region]:
-    """Cut the merge of three line sequences into regions, in order.
-
-    Each region is (kind, base_range, ours_range, theirs_range), a range
-    being (lo, hi) into that sequence.  kind says what the merge holds
-    there: "base" (nobody changed it), "ours" or "theirs" (only that side
-    changed it, or both identically), or "conflict".
-    """
-    tagged = sorted([(h, 0) for h in get_hunks(base, ours)] +
-                    [(h, 1) for h in get_hunks(base, theirs)])
-    # How many lines ours and theirs have gained so far: added to a base
-    # position outside that side's hunks, it gives the position in that side.
-    shift_o = shift_t = 0
-    pos = 0
-    for lo, hi, sides, growth_o, growth_t in _clusters(tagged):
-        if pos < lo:
-            yield "base", (pos, lo), (pos + shift_o, lo + shift_o), (pos + shift_t, lo + shift_t)
-        o_lo, t_lo = lo + shift_o, lo + shift_t
-        shift_o += growth_o
-        shift_t += growth_t
-        o_hi, t_hi = hi + shift_o, hi + shift_t
-        if sides != "both":
-            kind = sides
-        elif ours[o_lo:o_hi] == theirs[t_lo:t_hi]:
-            kind = "ours"
-        else:
-            kind = "conflict"
-        yield kind, (lo, hi), (o_lo, o_hi), (t_lo, t_hi)
-        pos = hi
-    end = len(base)
-    if pos < end:
-        yield "base", (pos, end), (pos + shift_o, end + shift_o), (pos + shift_t, end + shift_t)
 
 
 def get_hunks(a: Sequence, b: Sequence) -> List[Hunk]:
@@ -231,6 +179,45 @@ def _line_ending(texts: Sequence[List[str]]) -> str:
         if lines and lines[0].endswith("\n"):
             return "\r\n" if lines[0].endswith("\r\n") else "\n"
     return "\n"
+
+
+def _merge_lines(base: Sequence[str], ours: Sequence[str], theirs: Sequence[str],
+                 markers: Sequence[Optional[str]]) -> Tuple[List[str], bool]:
+    """Merge three line lists; returns the merged lines and whether any conflicted.
+
+    `markers` are the four marker lines (start, base, separator, end) that
+    frame a conflict block; with a base marker of None the block leaves the
+    base lines out.
+    """
+    start, middle, separator, end = markers
+    tagged = sorted([(h, 0) for h in get_hunks(base, ours)] + [(h, 1) for h in get_hunks(base, theirs)])
+    out: List[str] = []
+    had_conflict = False
+    # How many lines ours and theirs have gained so far: added to a base
+    # position outside that side's hunks, it gives the position in that side.
+    shift_o = shift_t = 0
+    # Wherever theirs changed nothing, ours holds the merge: such stretches
+    # are copied from ours in one slice, up to the next place theirs changed.
+    copied = 0  # ours[:copied] is in `out` already, or was replaced there
+    for lo, hi, sides, growth_o, growth_t in _clusters(tagged):
+        o_lo, t_lo = lo + shift_o, lo + shift_t
+        shift_o += growth_o
+        shift_t += growth_t
+        o_hi, t_hi = hi + shift_o, hi + shift_t
+        if sides == "ours" or (sides == "both" and ours[o_lo:o_hi] == theirs[t_lo:t_hi]):
+            continue
+        out += ours[copied:o_lo]
+        copied = o_hi
+        if sides == "theirs":
+            out += theirs[t_lo:t_hi]
+            continue
+        had_conflict = True
+        out += [start, *ours[o_lo:o_hi]]
+        if middle:
+            out += [middle, *base[lo:hi]]
+        out += [separator, *theirs[t_lo:t_hi], end]
+    out += ours[copied:]
+    return out, had_conflict
 
 
 _SIDES = (None, "ours", "theirs", "both")  # by bit mask: 1 ours, 2 theirs
