@@ -113,19 +113,20 @@ def few_distinct(size: int):
 
 
 def noise(size: int):
-    """About `size` bytes of random one-letter lines ("x" or "y"), ours unrelated to base.
+    """About `size` bytes of a checklist ticked at random, and ours ticked at random anew.
 
-    Beyond the classes above: no line is unique and nearly everything
-    differs, so the diff gives up at its edit budget and the merge falls
-    back to one coarse conflict block (which loses no line).
+    Beyond the classes above: no line is unique and nearly every line may
+    pair with any other, so the diff gives up at its edit budget and the
+    merge falls back to one coarse conflict block (which loses no line).
     """
     rng = random.Random(5)
-    n = size // 2
-    base = [rng.choice("xy") for _ in range(n)]
-    ours = [rng.choice("xy") for _ in range(n)]
-    theirs = base[:n // 2] + ["mid"] + base[n // 2 + 1:]
+    boxes = ["- [ ] todo", "- [x] todo"]
+    n = size // 11
+    base = [rng.choice(boxes) for _ in range(n)]
+    ours = [rng.choice(boxes) for _ in range(n)]
+    theirs = base[:n // 2] + ["- [ ] new"] + base[n // 2 + 1:]
     join = "\n".join
-    return "one-letter noise 64 KiB", join(base) + "\n", join(ours) + "\n", join(theirs) + "\n"
+    return "random ticks 64 KiB", join(base) + "\n", join(ours) + "\n", join(theirs) + "\n"
 
 
 # ------------------------------------------------------------ measuring
@@ -192,7 +193,7 @@ ratio = diff3 in-process / git merge-file -p as a process;
 x64K = diff3 time at 1 MiB / its time for the same class at 64 KiB (16x the input);
 peak/in = peak Python memory of one diff3 call / bytes of its three inputs;
 blocks, git = conflict blocks in diff3's and git's result; adjacent edits are clean by design;
-one-letter noise: beyond the classes, diff3 hits its edit budget and keeps one coarse block.""")
+random ticks: beyond the classes, diff3 hits its edit budget and keeps one coarse block.""")
 
 
 # --------------------------------------------------------------- publish
