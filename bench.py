@@ -137,8 +137,18 @@ def timed(run) -> float:
     return time.perf_counter() - start
 
 
-def conflict_blocks(text: str) -> int:
-    return sum(1 for line in text.split("\n") if line.startswith("<<<<<<< "))
+def conflicts(text: str) -> str:
+    """"blocks/lines": conflict blocks in a merge result, and the lines inside them."""
+    blocks = lines = 0
+    inside = False
+    for line in text.split("\n"):
+        if line.startswith("<<<<<<< "):
+            blocks, inside = blocks + 1, True
+        elif line.startswith(">>>>>>> "):
+            inside = False
+        else:
+            lines += inside
+    return f"{blocks}/{lines}"
 
 
 def bench_diff3(args) -> None:
@@ -148,7 +158,7 @@ def bench_diff3(args) -> None:
         cases += list(scenarios(size, name))
     cases += [few_distinct(1 << 20), noise(64 << 10)]
     header = (f"{'scenario':28} {'KiB':>6} {'diff3 ms':>9} {'git ms':>8} {'ratio':>6} {'x64K':>5} "
-              f"{'peak/in':>7} {'blocks':>6} {'git':>4}")
+              f"{'peak/in':>7} {'conflicts':>10} {'git':>10}")
     print(header)
     print("-" * len(header))
     medians = {}
@@ -179,21 +189,22 @@ def bench_diff3(args) -> None:
             peak = tracemalloc.get_traced_memory()[1]
             tracemalloc.stop()
             size = sum(len(t.encode()) for t in (base, ours, theirs))
-            git_cell = ratio_cell = git_blocks = "-"
+            git_cell = ratio_cell = git_conflicts = "-"
             if command:
                 git_ms = 1000 * statistics.median(git_times)
                 git_out = subprocess.run(command, capture_output=True).stdout.decode()
                 git_cell, ratio_cell = f"{git_ms:8.1f}", f"{ours_ms / git_ms:6.2f}"
-                git_blocks = conflict_blocks(git_out)
+                git_conflicts = conflicts(git_out)
             print(f"{label:28} {len(base.encode()) / 1024:6.0f} {ours_ms:9.1f} {git_cell:>8} "
-                  f"{ratio_cell:>6} {growth_cell:>5} {peak / size:7.1f} {conflict_blocks(merged):6} {git_blocks:>4}")
+                  f"{ratio_cell:>6} {growth_cell:>5} {peak / size:7.1f} {conflicts(merged):>10} {git_conflicts:>10}")
     print(f"""
 medians of {3 * args.rounds} runs each, in {args.rounds} alternating rounds;
 ratio = diff3 in-process / git merge-file -p as a process;
 x64K = diff3 time at 1 MiB / its time for the same class at 64 KiB (16x the input);
 peak/in = peak Python memory of one diff3 call / bytes of its three inputs;
-blocks, git = conflict blocks in diff3's and git's result; adjacent edits are clean by design;
-random ticks: beyond the classes, diff3 hits its edit budget and keeps one coarse block.""")
+conflicts, git = conflict blocks / lines inside them in diff3's and git's result
+  (adjacent edits are clean by design);
+random ticks: beyond the classes, diff3 hits its edit budget and keeps one whole-file block.""")
 
 
 # --------------------------------------------------------------- publish
