@@ -138,7 +138,7 @@ def timed(run) -> float:
 
 
 def conflicts(text: str) -> str:
-    """"blocks/lines": conflict blocks in a merge result, and the lines inside them."""
+    """Conflict blocks in a merge result and the lines inside them, as "blocks/lines"."""
     blocks = lines = 0
     inside = False
     for line in text.split("\n"):
@@ -171,9 +171,9 @@ def bench_diff3(args) -> None:
                 paths.append(str(path))
             command = [git, "merge-file", "-p", *paths] if git else None
             # The machine's speed drifts over seconds, so both are timed in
-            # alternating rounds; each round first warms diff3 up untimed, as
-            # a git process in between leaves it caches an in-process caller
-            # would not have cold.
+            # alternating rounds.  Each round starts with an untimed diff3
+            # call: the git processes in between leave its caches colder
+            # than an in-process caller has them.
             ours_times, git_times = [], []
             for _ in range(args.rounds):
                 diff3(base, ours, theirs)
@@ -196,7 +196,8 @@ def bench_diff3(args) -> None:
                 git_cell, ratio_cell = f"{git_ms:8.1f}", f"{ours_ms / git_ms:6.2f}"
                 git_conflicts = conflicts(git_out)
             print(f"{label:28} {len(base.encode()) / 1024:6.0f} {ours_ms:9.1f} {git_cell:>8} "
-                  f"{ratio_cell:>6} {growth_cell:>5} {peak / size:7.1f} {conflicts(merged):>10} {git_conflicts:>10}")
+                  f"{ratio_cell:>6} {growth_cell:>5} {peak / size:7.1f} "
+                  f"{conflicts(merged):>10} {git_conflicts:>10}")
     print(f"""
 medians of {3 * args.rounds} runs each, in {args.rounds} alternating rounds;
 ratio = diff3 in-process / git merge-file -p as a process;

@@ -58,14 +58,16 @@ without it, it is quadratic on them.  So the diff works in layers:
    is all of them: one walk along the first sequence confirms it while it
    extends each anchor into its run of equal lines, and only a walk that
    meets a moved line computes the chain;
-3. a small gap, or one without such lines, first drops the lines found on one side only
-   (they can never match; a rewritten paragraph leaves just its blank
-   lines), then is diffed by `difflib.SequenceMatcher` when it is small,
-   otherwise by Myers' O(ND) shortest-edit search; runs of equal lines are
-   always measured by comparing list slices, at C speed;
+3. a small gap, or one without such lines, first drops the lines found
+   on one side only (they can never match; a rewritten paragraph leaves
+   just its blank lines), then is diffed by `difflib.SequenceMatcher` when
+   it is small, otherwise by Myers' O(ND) shortest-edit search; runs of
+   equal lines are always measured by comparing list slices, at C speed;
 4. when that search would exceed an edit-distance budget (a gap where nearly
    everything changed), the gap is taken as one replaced block: coarser,
    never wrong.
+
+`python bench.py diff3` measures all this against `git merge-file`.
 """
 
 import argparse
@@ -326,7 +328,8 @@ def _run_length(a: Sequence, b: Sequence, i: int, j: int, limit: int, backward: 
     return k
 
 
-def _anchored_runs(a: Sequence, b: Sequence, a_lo: int, a_hi: int, b_lo: int, b_hi: int):
+def _anchored_runs(a: Sequence, b: Sequence, a_lo: int, a_hi: int, b_lo: int,
+                   b_hi: int) -> List[Tuple[int, int, int]]:
     """Runs of equal elements, (i, j, size) each, that start at patience anchors.
 
     The anchors are the elements occurring once in a[a_lo:a_hi] and once in
@@ -344,7 +347,7 @@ def _anchored_runs(a: Sequence, b: Sequence, a_lo: int, a_hi: int, b_lo: int, b_
 
 
 def _walk_runs(a: Sequence, b: Sequence, a_lo: int, a_hi: int, b_lo: int, b_hi: int,
-               count_a: dict, count_b: dict):
+               count_a: dict, count_b: dict) -> Optional[List[Tuple[int, int, int]]]:
     """Walk `a`, extending each anchor met into a run of equal elements.
 
     An anchor is an element counted once in both `count_a` and `count_b`.
@@ -369,7 +372,8 @@ def _walk_runs(a: Sequence, b: Sequence, a_lo: int, a_hi: int, b_lo: int, b_hi: 
     return runs
 
 
-def _longest_chain(a: Sequence, b: Sequence, a_lo: int, a_hi: int, b_lo: int, b_hi: int, unique: set) -> set:
+def _longest_chain(a: Sequence, b: Sequence, a_lo: int, a_hi: int, b_lo: int, b_hi: int,
+                   unique: set) -> set:
     """Of the `unique` elements, those in the longest chain ascending in both a and b."""
     where_b = dict(zip(b[b_lo:b_hi], range(b_lo, b_hi)))  # right for the unique ones
     js = [where_b[x] for x in a[a_lo:a_hi] if x in unique]  # b positions, in a's order
@@ -409,7 +413,7 @@ def _gap_blocks(a: Sequence, b: Sequence, a_lo: int, a_hi: int, b_lo: int, b_hi:
         blocks = _gap_blocks(kept_a, kept_b, 0, len(kept_a), 0, len(kept_b))
         return _coalesce((where_a[i + t], where_b[j + t]) for i, j, size in blocks for t in range(size))
     if (a_hi - a_lo) * (b_hi - b_lo) <= _SMALL_GAP:
-        matcher = difflib.SequenceMatcher(None, a[a_lo:a_hi], b[b_lo:b_hi], autojunk=False)
+        matcher = difflib.SequenceMatcher(None, gap_a, gap_b, autojunk=False)
         return [(a_lo + i, b_lo + j, size) for i, j, size in matcher.get_matching_blocks() if size]
     return _myers_blocks(a, b, a_lo, a_hi, b_lo, b_hi)
 
