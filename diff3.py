@@ -274,14 +274,13 @@ _SMALL_GAP = 10_000  # n*m up to which the quadratic SequenceMatcher runs on a g
 
 def _matching_blocks(a: Sequence, b: Sequence) -> List[Tuple[int, int, int]]:
     """Equal runs of `a` and `b` as ascending (i, j, size): a[i:i+size] == b[j:j+size]."""
-    blocks = []
-    todo = [(0, len(a), 0, len(b))]
+    size = _run_length(a, b, 0, 0, min(len(a), len(b)))  # the common prefix
+    blocks = [(0, 0, size)] if size else []
+    # Every gap below starts where a run stopped: at a mismatch, or at the
+    # end of one side.  So only its end needs trimming.
+    todo = [(size, len(a), size, len(b))]
     while todo:  # a stack, not recursion: no input can exhaust the call stack
         a_lo, a_hi, b_lo, b_hi = todo.pop()
-        size = _run_length(a, b, a_lo, b_lo, min(a_hi - a_lo, b_hi - b_lo))
-        if size:
-            blocks.append((a_lo, b_lo, size))
-            a_lo, b_lo = a_lo + size, b_lo + size
         size = _run_length(a, b, a_hi, b_hi, min(a_hi - a_lo, b_hi - b_lo), backward=True)
         if size:
             a_hi, b_hi = a_hi - size, b_hi - size
