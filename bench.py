@@ -112,7 +112,7 @@ def few_distinct(size: int):
     return "few distinct lines 1 MiB", join(lines) + "\n", join(ours) + "\n", join(theirs) + "\n"
 
 
-def noise(size: int):
+def random_ticks(size: int):
     """About `size` bytes of a checklist ticked at random, and ours ticked at random anew.
 
     Beyond the classes above: no line is unique and nearly every line may
@@ -156,7 +156,7 @@ def bench_diff3(args) -> None:
     cases = []
     for size, name in ((4 << 10, "4 KiB"), (64 << 10, "64 KiB"), (1 << 20, "1 MiB")):
         cases += list(scenarios(size, name))
-    cases += [few_distinct(1 << 20), noise(64 << 10)]
+    cases += [few_distinct(1 << 20), random_ticks(64 << 10)]
     header = (f"{'scenario':28} {'KiB':>6} {'diff3 ms':>9} {'git ms':>8} {'ratio':>6} {'x64K':>5} "
               f"{'peak/in':>7} {'conflicts':>10} {'git':>10}")
     print(header)
@@ -183,9 +183,8 @@ def bench_diff3(args) -> None:
             ours_ms = medians[label] = 1000 * statistics.median(ours_times)
             smaller = medians.get(label.replace("1 MiB", "64 KiB"))
             growth_cell = f"{ours_ms / smaller:5.1f}" if smaller and label.endswith("1 MiB") else "-"
-            merged, _ = diff3(base, ours, theirs)
             tracemalloc.start()
-            diff3(base, ours, theirs)
+            merged, _ = diff3(base, ours, theirs)
             peak = tracemalloc.get_traced_memory()[1]
             tracemalloc.stop()
             size = sum(len(t.encode()) for t in (base, ours, theirs))
