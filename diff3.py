@@ -129,13 +129,7 @@ def get_hunks(a: Sequence, b: Sequence) -> List[Hunk]:
     a[a_lo:a_hi] became b[b_lo:b_hi].  Hunks are ascending and separated
     by at least one equal element.
     """
-    hunks = []
-    i = j = 0
-    for ai, bj, size in _matching_blocks(a, b) + [(len(a), len(b), 0)]:
-        if i < ai or j < bj:
-            hunks.append((i, ai, j, bj))
-        i, j = ai + size, bj + size
-    return hunks
+    return _compact(a, b, _hunks(_matching_blocks(a, b, []), len(a), len(b)))
 
 
 def split_lines(text: str) -> List[str]:
@@ -189,10 +183,11 @@ def _merge_lines(base: Sequence[str], ours: Sequence[str], theirs: Sequence[str]
 
     `markers` are the four marker lines (start, base, separator, end) that
     frame a conflict block; with a base marker of None the block leaves the
-    base lines out.
+    base lines out, and lines both sides agree on at its edges are moved
+    out of it (git's "zealous" merge).
     """
     start, middle, separator, end = markers
-    tagged = sorted([(h, 0) for h in get_hunks(base, ours)] + [(h, 1) for h in get_hunks(base, theirs)])
+    changes = sorted(_changes(base, ours, OURS) + _changes(base, theirs, THEIRS))
     out: List[str] = []
     had_conflict = False
     # How many lines ours and theirs have gained so far: added to a base
@@ -201,79 +196,315 @@ def _merge_lines(base: Sequence[str], ours: Sequence[str], theirs: Sequence[str]
     # Wherever theirs changed nothing, ours holds the merge: such stretches
     # are copied from ours in one slice, up to the next place theirs changed.
     copied = 0  # ours[:copied] is in `out` already, or was replaced there
-    for lo, hi, sides, growth_o, growth_t in _clusters(tagged):
-        o_lo, t_lo = lo + shift_o, lo + shift_t
-        shift_o += growth_o
-        shift_t += growth_t
-        o_hi, t_hi = hi + shift_o, hi + shift_t
-        if sides == "ours" or (sides == "both" and ours[o_lo:o_hi] == theirs[t_lo:t_hi]):
+    for cluster in _clusters(changes, _Firmness(base, ours, theirs)):
+        o_lo, t_lo = cluster.lo + shift_o, cluster.lo + shift_t
+        shift_o += cluster.growth[OURS]
+        shift_t += cluster.growth[THEIRS]
+        o_hi, t_hi = cluster.hi + shift_o, cluster.hi + shift_t
+        mine, yours = ours[o_lo:o_hi], theirs[t_lo:t_hi]
+        if cluster.sides == {OURS} or mine == yours:
             continue
         out += ours[copied:o_lo]
         copied = o_hi
-        if sides == "theirs":
-            out += theirs[t_lo:t_hi]
+        if cluster.sides == {THEIRS}:
+            out += yours
             continue
         had_conflict = True
-        out += [start, *ours[o_lo:o_hi]]
-        if middle:
-            out += [middle, *base[lo:hi]]
-        out += [separator, *theirs[t_lo:t_hi], end]
+        agreed: Sequence[str] = []
+        if middle is None:
+            head = _common_length(mine, yours)
+            out += mine[:head]
+            mine, yours = mine[head:], yours[head:]
+            tail = _common_length(mine[::-1], yours[::-1])
+            agreed = mine[len(mine) - tail:]
+            mine, yours = mine[:len(mine) - tail], yours[:len(yours) - tail]
+        out += [start, *mine]
+        if middle is not None:
+            out += [middle, *base[cluster.lo:cluster.hi]]
+        out += [separator, *yours, end, *agreed]
     out += ours[copied:]
     return out, had_conflict
 
 
-_SIDES = (None, "ours", "theirs", "both")  # by bit mask: 1 ours, 2 theirs
+OURS, THEIRS = 0, 1
 
 
-def _clusters(tagged: List[Tuple[Hunk, int]]) -> Iterator[Tuple[int, int, str, int, int]]:
-    """Group (hunk, side) pairs, sorted by base range, into colliding runs.
+class _Change(NamedTuple):
+    """One side's hunk, with the stretch of base it could equally sit at."""
 
-    Yields each group as (lo, hi, sides, growth_ours, growth_theirs): the
-    base range it covers, "ours", "theirs" or "both" for the sides (0 ours,
-    1 theirs) with hunks in it, and how many lines each side gained there.
-    A hunk joins the current group when it collides with the group's last
-    hunk of the other side; hunks of one side never touch each other, so no
-    earlier hunk could collide with it.
+    reach_lo: int  # the base range over every position the hunk may slide to
+    reach_hi: int
+    hunk: Hunk  # where it sits: slid as far down as it goes
+    side: int  # OURS or THEIRS
+
+    @property
+    def insertion(self) -> bool:
+        return self.hunk[0] == self.hunk[1]
+
+    @property
+    def doubtful(self) -> bool:
+        return (self.reach_lo, self.reach_hi) != self.hunk[:2]
+
+
+class _Cluster(NamedTuple):
+    lo: int  # the base range it covers
+    hi: int
+    sides: set  # the sides with a hunk in it
+    growth: List[int]  # lines each side gained in it, by side
+
+
+def _changes(base: Sequence[str], side: Sequence[str], name: int) -> List[_Change]:
+    """The hunks from `base` to `side`, each with its reach."""
+    doubts: List[Tuple[int, int]] = []
+    hunks = _compact(base, side, _hunks(_matching_blocks(base, side, doubts), len(base), len(side)))
+    if _repeated(base, side, hunks):
+        doubts += _doubts_without_blanks(base, side)
+    doubts.sort()
+    changes = []
+    for k, hunk in enumerate(hunks):
+        lo, hi = _reach(base, side, hunks, k)
+        # Where two shortest diffs disagree, either could be what was meant.
+        for d_lo, d_hi in doubts[max(0, bisect.bisect_right(doubts, (hunk[0], hunk[1])) - 1):]:
+            if d_lo > hunk[1]:
+                break
+            if d_hi >= hunk[0]:
+                lo, hi = min(lo, d_lo), max(hi, d_hi)
+        changes.append(_Change(lo, hi, hunk, name))
+    return changes
+
+
+def _repeated(base: Sequence[str], side: Sequence[str], hunks: List[Hunk]) -> bool:
+    """Whether hunks remove or add a block of text lines found elsewhere too.
+
+    A block of two text lines or more (hunks with only blank lines between
+    them count as one), one of them also found outside it: the mark of a
+    section that is there twice.  A single line (a ticked
+    box among equal boxes) is placed by the blank lines around it.
     """
-    mask = lo = hi = 0
-    growth = [0, 0]
-    last: List[Optional[Hunk]] = [None, None]
-    for hunk, side in tagged:
-        a_lo, a_hi, b_lo, b_hi = hunk
-        other = last[1 - side]
-        if not (other and _collide(hunk, other)):
-            if mask:
-                yield lo, hi, _SIDES[mask], growth[0], growth[1]
-            mask, lo, hi, growth, last = 0, a_lo, a_hi, [0, 0], [None, None]
-        elif a_hi > hi:
-            hi = a_hi
-        mask |= 1 << side
-        growth[side] += (b_hi - b_lo) - (a_hi - a_lo)
-        last[side] = hunk
-    if mask:
-        yield lo, hi, _SIDES[mask], growth[0], growth[1]
+    counts = Counter(base)
+    counts.update(side)
+    removed: List[str] = []
+    added: List[str] = []
+    end = 0
+    for a_lo, a_hi, b_lo, b_hi in hunks:
+        if not all(_blank(line) for line in base[end:a_lo]):  # a new block begins
+            removed, added = [], []
+        end = a_hi
+        removed += [line for line in base[a_lo:a_hi] if not _blank(line)]
+        added += [line for line in side[b_lo:b_hi] if not _blank(line)]
+        if any(len(text) > 1 and any(counts[line] > 1 for line in text) for text in (removed, added)):
+            return True
+    return False
 
 
-def _collide(h: Hunk, g: Hunk) -> bool:
-    """Whether two hunks of different sides touch the same base lines.
+def _doubts_without_blanks(base: Sequence[str], side: Sequence[str]) -> List[Tuple[int, int]]:
+    """The base ranges where the diff of the text lines alone is in doubt.
 
-    They do when their base ranges overlap, when both insert at the same
-    point, or when one inserts strictly inside the range the other replaces.
-    Hunks that only meet at a boundary do not collide.
+    Blank lines tip the count of a shortest diff: ours deleting the first
+    of two equal sections pairs fewer blank lines than deleting the second,
+    yet either is what ours may have meant.  Without blank lines the two
+    are equally short, and the doubt shows as a hunk that can slide or a
+    gap whose two searches disagree.
     """
-    (h_lo, h_hi), (g_lo, g_hi) = h[:2], g[:2]
-    if h_lo == h_hi and g_lo == g_hi:
-        return h_lo == g_lo
-    return max(h_lo, g_lo) < min(h_hi, g_hi) or h_lo < g_lo < h_hi or g_lo < h_lo < g_hi
+    where_a = [i for i, line in enumerate(base) if not _blank(line)]
+    where_b = [j for j, line in enumerate(side) if not _blank(line)]
+    a, b = [base[i] for i in where_a], [side[j] for j in where_b]
+    doubts: List[Tuple[int, int]] = []
+    hunks = _compact(a, b, _hunks(_matching_blocks(a, b, doubts), len(a), len(b)))
+    doubts += [reach for k, hunk in enumerate(hunks) for reach in [_reach(a, b, hunks, k)] if reach != hunk[:2]]
+    where_a.append(len(base))  # each as wide as the blank lines around it allow
+    return [(where_a[lo - 1] + 1 if lo else 0, where_a[hi]) for lo, hi in doubts]
+
+
+def _hunks(blocks: List[Tuple[int, int, int]], a_hi: int, b_hi: int, a_lo: int = 0,
+           b_lo: int = 0) -> List[Hunk]:
+    """The hunks between ascending matching blocks of a[a_lo:a_hi] and b[b_lo:b_hi]."""
+    hunks = []
+    i, j = a_lo, b_lo
+    for ai, bj, size in blocks + [(a_hi, b_hi, 0)]:
+        if i < ai or j < bj:
+            hunks.append((i, ai, j, bj))
+        i, j = ai + size, bj + size
+    return hunks
+
+
+def _reach(a: Sequence, b: Sequence, hunks: List[Hunk], k: int) -> Tuple[int, int]:
+    """The base range hunk k could cover under another diff with the same result.
+
+    A block of deleted or inserted lines that meets a copy of itself can
+    sit lower or higher and make the same text: "x\n\ny\n" gains a blank
+    line before or after its own.  The same holds for the last (or first)
+    lines of either half of a replacement, which then splits in two.  Both
+    sides' diffs are slid as far down as they go; this says how far each
+    hunk's lines could have gone either way, short of its neighbours.
+    """
+    a_lo, a_hi, b_lo, b_hi = hunks[k]
+    floor = hunks[k - 1][1] + 1 if k else 0
+    ceiling = hunks[k + 1][0] - 1 if k + 1 < len(hunks) else len(a)
+    up = max(_slide(a, a_lo, a_hi, a_lo - floor, up=True), _slide(b, b_lo, b_hi, a_lo - floor, up=True))
+    down = max(_slide(a, a_lo, a_hi, ceiling - a_hi), _slide(b, b_lo, b_hi, ceiling - a_hi))
+    if (up or down) and _edited_in_place(a[a_lo:a_hi], b[b_lo:b_hi]):
+        return a_lo, a_hi  # a ticked box among equal boxes is that box, ticked
+    return a_lo - up, a_hi + down
+
+
+def _edited_in_place(old: Sequence, new: Sequence) -> bool:
+    """Whether each line of `old` became a similar line of `new`, one for one."""
+    return len(old) == len(new) and all(
+        isinstance(x, str) and isinstance(y, str) and difflib.SequenceMatcher(None, x, y).ratio() >= 0.6
+        for x, y in zip(old, new))
+
+
+def _slide(seq: Sequence, lo: int, hi: int, limit: int, up: bool = False) -> int:
+    """How far some tail of seq[lo:hi] (or head, `up`) could move past its neighbours.
+
+    A tail seq[j:hi] can move down by t when it starts like seq[hi:hi+t];
+    a head seq[lo:j] can move up by t when it ends like seq[lo-t:lo].
+    """
+    if lo == hi or limit <= 0:
+        return 0
+    edge = seq[lo - 1] if up else seq[hi]
+    best = 0
+    for j in range(lo + 1, hi + 1) if up else range(lo, hi):
+        if (seq[j - 1] if up else seq[j]) == edge:
+            if up:
+                best = max(best, _run_length(seq, seq, j, lo, limit, backward=True))
+            else:
+                best = max(best, _run_length(seq, seq, j, hi, limit))
+    return best
+
+
+def _compact(a: Sequence, b: Sequence, hunks: List[Hunk]) -> List[Hunk]:
+    """Put each pure insertion or deletion where it reads best (git's change compaction).
+
+    A diff may put such a hunk at any of several places next to equal
+    lines.  One that can slide up onto the hunk before it joins it: a
+    search that found "insert a ticked box, delete the box below" meant
+    "tick the box".  Any other slides as far down as it goes, so that two
+    sides making the same change put it at the same place.  Hunks stay at
+    least one equal line apart.
+    """
+    joined: List[Hunk] = []
+    for a_lo, a_hi, b_lo, b_hi in hunks:
+        if joined and (a_lo == a_hi) != (b_lo == b_hi):
+            gap = a_lo - joined[-1][1]  # equal lines since the hunk before
+            seq, lo, hi = (b, b_lo, b_hi) if a_lo == a_hi else (a, a_lo, a_hi)
+            if _run_length(seq, seq, lo, hi, gap, backward=True) == gap:
+                p_lo, _, pb_lo, _ = joined.pop()
+                a_lo, a_hi, b_lo, b_hi = p_lo, a_hi - gap, pb_lo, b_hi - gap
+        joined.append((a_lo, a_hi, b_lo, b_hi))
+    slid = []
+    for k, (a_lo, a_hi, b_lo, b_hi) in enumerate(joined):
+        ceiling = joined[k + 1][0] - 1 if k + 1 < len(joined) else len(a)
+        if (a_lo == a_hi) != (b_lo == b_hi):
+            seq, lo, hi = (b, b_lo, b_hi) if a_lo == a_hi else (a, a_lo, a_hi)
+            down = _run_length(seq, seq, lo, hi, ceiling - a_hi)
+            a_lo, a_hi, b_lo, b_hi = a_lo + down, a_hi + down, b_lo + down, b_hi + down
+        slid.append((a_lo, a_hi, b_lo, b_hi))
+    return slid
+
+
+class _Firmness:
+    """Whether a base line is "firm": once in base, at most once in each side.
+
+    Next to a firm line a hunk's edge is certain: no other alignment of the
+    diff could move it.  The counts are made the first time they are asked.
+    """
+
+    def __init__(self, base: Sequence[str], ours: Sequence[str], theirs: Sequence[str]):
+        self._texts = (base, ours, theirs)
+        self._counts: List[Counter] = []
+
+    def __call__(self, i: int) -> bool:
+        base = self._texts[0]
+        if not 0 <= i < len(base):
+            return True  # the start and end of the document are unique places
+        if not self._counts:
+            self._counts = [Counter(text) for text in self._texts]
+        line = base[i]
+        return self._counts[0][line] == 1 and all(counts[line] <= 1 for counts in self._counts[1:])
+
+
+def _clusters(changes: List[_Change], firm) -> Iterator[_Cluster]:
+    """Group changes, sorted by reach, into runs that must be decided together.
+
+    A change joins the current group when it collides with a change of the
+    other side in it.  The changes come in the order of where their reach
+    starts, so the ones it could collide with are the group's last and its
+    furthest-reaching change of the other side.
+    """
+    group: Optional[_Cluster] = None
+    last: List[Optional[_Change]] = [None, None]
+    widest: List[Optional[_Change]] = [None, None]  # the one reaching furthest down
+    for change in changes:
+        a_lo, a_hi, b_lo, b_hi = change.hunk
+        side, other = change.side, 1 - change.side
+        joins = group is not None and (
+            a_lo < group.hi  # its lines lie inside the group
+            or any(c is not None and _collide(change, c, firm) for c in (last[other], widest[other])))
+        if not joins:
+            if group:
+                yield group
+            group, last, widest = _Cluster(a_lo, a_hi, set(), [0, 0]), [None, None], [None, None]
+        group = group._replace(lo=min(group.lo, a_lo), hi=max(group.hi, a_hi))
+        group.sides.add(side)
+        group.growth[side] += (b_hi - b_lo) - (a_hi - a_lo)
+        last[side] = change
+        if widest[side] is None or change.reach_hi > widest[side].reach_hi:
+            widest[side] = change
+    if group:
+        yield group
+
+
+def _collide(h: _Change, g: _Change, firm) -> bool:
+    """Whether two changes of different sides must be decided together.
+
+    They must when their reaches share a base line, when both insert at one
+    point, or when one inserts strictly inside the other's reach.  Changes
+    that only meet at a boundary are merged one after the other only when
+    that order is certain: neither inserts next to where the other removes
+    more lines than it adds (text added next to text removed has lost its
+    place), neither could sit elsewhere, and both base lines at the
+    boundary are firm.
+    """
+    lo, hi = max(h.reach_lo, g.reach_lo), min(h.reach_hi, g.reach_hi)
+    if lo != hi:
+        return lo < hi
+    h_point, g_point = h.reach_lo == h.reach_hi, g.reach_lo == g.reach_hi
+    if h_point and g_point:
+        return True
+    if (h_point and g.reach_lo < lo < g.reach_hi) or (g_point and h.reach_lo < lo < h.reach_hi):
+        return True
+    if _unanchored(h, g) or _unanchored(g, h):
+        return True
+    if h.doubtful or g.doubtful:
+        return True  # a change whose place is in doubt has no certain edge
+    return not (firm(lo - 1) and firm(lo))
+
+
+def _unanchored(h: _Change, g: _Change) -> bool:
+    """Whether h inserts next to where g removes more lines than it adds:
+    the text h added after (or before) them may have lost its place."""
+    a_lo, a_hi, b_lo, b_hi = g.hunk
+    return h.insertion and b_hi - b_lo < a_hi - a_lo
+
+
+def _common_length(a: Sequence, b: Sequence) -> int:
+    """How many elements a and b share at their start."""
+    return _run_length(a, b, 0, 0, min(len(a), len(b)))
 
 
 # ------------------------------------------------------------ two-way diff
 
-_SMALL_GAP = 10_000  # n*m up to which the quadratic SequenceMatcher runs on a gap
+_SMALL_GAP = 10_000  # n*m up to which a gap is diffed, not anchored, and its search has no budget
 
 
-def _matching_blocks(a: Sequence, b: Sequence) -> List[Tuple[int, int, int]]:
-    """Equal runs of `a` and `b` as ascending (i, j, size): a[i:i+size] == b[j:j+size]."""
+def _matching_blocks(a: Sequence, b: Sequence, doubts: List[Tuple[int, int]]) -> List[Tuple[int, int, int]]:
+    """Equal runs of `a` and `b` as ascending (i, j, size): a[i:i+size] == b[j:j+size].
+
+    Adds to `doubts` the ranges of `a` where another diff, just as short,
+    would pair its elements differently.
+    """
     size = _run_length(a, b, 0, 0, min(len(a), len(b)))  # the common prefix
     blocks = [(0, 0, size)] if size else []
     # Every gap below starts where a run stopped: at a mismatch, or at the
@@ -290,7 +521,7 @@ def _matching_blocks(a: Sequence, b: Sequence) -> List[Tuple[int, int, int]]:
         small = (a_hi - a_lo) * (b_hi - b_lo) <= _SMALL_GAP
         runs = [] if small else _anchored_runs(a, b, a_lo, a_hi, b_lo, b_hi)
         if not runs:
-            blocks += _gap_blocks(a, b, a_lo, a_hi, b_lo, b_hi)
+            blocks += _gap_blocks(a, b, a_lo, a_hi, b_lo, b_hi, doubts)
             continue
         i0, j0 = a_lo, b_lo  # where the gap before the next run starts
         for i, j, size in runs:
@@ -395,8 +626,14 @@ def _longest_chain(a: Sequence, b: Sequence, a_lo: int, a_hi: int, b_lo: int, b_
     return chain
 
 
-def _gap_blocks(a: Sequence, b: Sequence, a_lo: int, a_hi: int, b_lo: int, b_hi: int):
-    """Matching blocks of a gap that is small or has no element unique on both sides."""
+def _gap_blocks(a: Sequence, b: Sequence, a_lo: int, a_hi: int, b_lo: int, b_hi: int,
+                doubts: List[Tuple[int, int]]) -> List[Tuple[int, int, int]]:
+    """Matching blocks of a gap that is small or has no element unique on both sides.
+
+    Its elements repeat, so a shortest diff may pair them in several ways:
+    it is searched from the front and from the back, and where the two
+    disagree, the range goes to `doubts`.
+    """
     gap_a, gap_b = a[a_lo:a_hi], b[b_lo:b_hi]
     in_a, in_b = set(gap_a), set(gap_b)
     if in_a != in_b:
@@ -409,12 +646,66 @@ def _gap_blocks(a: Sequence, b: Sequence, a_lo: int, a_hi: int, b_lo: int, b_hi:
         kept_a, kept_b = [a[i] for i in where_a], [b[j] for j in where_b]
         if kept_a == kept_b:  # e.g. a rewritten section whose blank lines stayed put
             return _coalesce(zip(where_a, where_b))
-        blocks = _gap_blocks(kept_a, kept_b, 0, len(kept_a), 0, len(kept_b))
+        kept_doubts: List[Tuple[int, int]] = []
+        blocks = _gap_blocks(kept_a, kept_b, 0, len(kept_a), 0, len(kept_b), kept_doubts)
+        where_a.append(a_hi)  # a doubt is as wide as the dropped elements around it allow
+        doubts += [(where_a[lo - 1] + 1 if lo else a_lo, where_a[hi]) for lo, hi in kept_doubts]
         return _coalesce((where_a[i + t], where_b[j + t]) for i, j, size in blocks for t in range(size))
-    if (a_hi - a_lo) * (b_hi - b_lo) <= _SMALL_GAP:
-        matcher = difflib.SequenceMatcher(None, gap_a, gap_b, autojunk=False)
-        return [(a_lo + i, b_lo + j, size) for i, j, size in matcher.get_matching_blocks() if size]
-    return _myers_blocks(a, b, a_lo, a_hi, b_lo, b_hi)
+    n, m = len(gap_a), len(gap_b)
+    forward = sorted(_myers_blocks(gap_a, gap_b, 0, n, 0, m))
+    backward = [(n - i - size, m - j - size, size)
+                for i, j, size in sorted(_myers_blocks(gap_a[::-1], gap_b[::-1], 0, n, 0, m), reverse=True)]
+    if forward != backward:
+        spans = _disagreements(_compacted(gap_a, gap_b, forward), _compacted(gap_a, gap_b, backward), n, m)
+        doubts += [(a_lo + lo, a_lo + hi) for lo, hi in spans]
+    return [(a_lo + i, b_lo + j, size) for i, j, size in forward]
+
+
+def _blank(x) -> bool:
+    return isinstance(x, str) and not x.strip()
+
+
+def _compacted(a: Sequence, b: Sequence, blocks: List[Tuple[int, int, int]]) -> List[Tuple[int, int, int]]:
+    """The matching blocks of a diff once its hunks are compacted."""
+    compacted = []
+    i = j = 0
+    for a_lo, a_hi, b_lo, b_hi in _compact(a, b, _hunks(blocks, len(a), len(b))) + [(len(a), 0, len(b), 0)]:
+        if a_lo > i:
+            compacted.append((i, j, a_lo - i))
+        i, j = a_hi, b_hi
+    return compacted
+
+
+def _disagreements(first: List[Tuple[int, int, int]], second: List[Tuple[int, int, int]],
+                   n: int, m: int) -> List[Tuple[int, int]]:
+    """The ranges of a (of n elements; b has m) between the pairs two diffs share,
+    where either diff pairs something else."""
+    if first == second:
+        return []
+    agreed = [(0, 0, 0)]
+    p = q = 0
+    while p < len(first) and q < len(second):
+        (i1, j1, s1), (i2, j2, s2) = first[p], second[q]
+        lo, hi = max(i1, i2), min(i1 + s1, i2 + s2)
+        if i1 - j1 == i2 - j2 and lo < hi:
+            agreed.append((lo, lo - i1 + j1, hi - lo))
+        if i1 + s1 < i2 + s2:
+            p += 1
+        else:
+            q += 1
+    agreed.append((n, m, 0))
+    starts = [[i for i, _, _ in blocks] for blocks in (first, second)]
+    spans = []
+    for (i, _, size), (next_i, _, _) in zip(agreed, agreed[1:]):
+        lo = i + size
+        for blocks, begins in zip((first, second), starts):
+            # The list's last block starting before next_i is the one that
+            # would reach into a[lo:next_i]: its blocks do not overlap.
+            k = bisect.bisect_left(begins, next_i) - 1
+            if k >= 0 and blocks[k][0] + blocks[k][2] > lo:
+                spans.append((lo, next_i))
+                break
+    return spans
 
 
 def _coalesce(pairs) -> List[Tuple[int, int, int]]:
@@ -433,27 +724,48 @@ def _coalesce(pairs) -> List[Tuple[int, int, int]]:
     return blocks
 
 
-def _edit_budget(length: int) -> int:
-    """How many edits Myers' search may try on a gap of `length` elements.
+def _edit_budget(n: int, m: int) -> int:
+    """How many edits one Myers search may try on an n-by-m gap.
 
-    Its time grows with the square of the edits (in Python) plus length
-    times edits (in C), so a budget near sqrt(length) keeps it linear.
+    A small gap gets all it may need, so its diff is minimal.  Beyond that
+    the search costs about budget squared steps in Python plus budget
+    times length in C slice compares, so a budget near sqrt(length) keeps
+    each search to O(length) Python steps.
     """
-    return 100 + math.isqrt(4 * length)
+    if n * m <= _SMALL_GAP:
+        return n + m
+    return 100 + math.isqrt(4 * (n + m))
 
 
 def _myers_blocks(a: Sequence, b: Sequence, a_lo: int, a_hi: int, b_lo: int, b_hi: int):
     """Matching blocks of a shortest edit script (Myers 1986, greedy forward).
 
+    When a search runs out of its edit budget, the path to the point it got
+    furthest to is kept and a new search starts from there (xdiff splits at
+    its best diagonal the same way): the diff is then no longer minimal,
+    but every block of it stays local.
+    """
+    blocks: List[Tuple[int, int, int]] = []
+    while True:
+        reached, trace, x, y = _myers_search(a, b, a_lo, a_hi, b_lo, b_hi)
+        blocks += _trace_back(trace, x, y, a_lo, b_lo)
+        if reached:
+            return blocks
+        a_lo, b_lo = a_lo + x, b_lo + y
+
+
+def _myers_search(a: Sequence, b: Sequence, a_lo: int, a_hi: int, b_lo: int, b_hi: int):
+    """Search a shortest edit path through a[a_lo:a_hi] and b[b_lo:b_hi].
+
     `reach[k]` is the furthest x reached on diagonal k = x - y with d
-    edits; a snapshot per d lets the path be traced back.  Past the edit
-    budget the gap is returned as having no match: one replaced block.
+    edits; a snapshot per d lets the path be traced back.  Returns whether
+    the end was reached, the snapshots before the last step, and the end
+    or, past the edit budget, the point furthest along (x + y).
     """
     n, m = a_hi - a_lo, b_hi - b_lo
-    budget = _edit_budget(n + m)
     reach = {1: 0}
     trace = []
-    for d in range(budget + 1):
+    for d in range(_edit_budget(n, m) + 1):
         for k in range(-d, d + 1, 2):
             if k == -d or (k != d and reach[k - 1] < reach[k + 1]):
                 x = reach[k + 1]
@@ -464,11 +776,11 @@ def _myers_blocks(a: Sequence, b: Sequence, a_lo: int, a_hi: int, b_lo: int, b_h
                 x += _run_length(a, b, a_lo + x, b_lo + y, min(n - x, m - y))
             reach[k] = x
             if x >= n and x - k >= m:
-                return _trace_back(trace, n, m, a_lo, b_lo)
+                return True, trace, x, x - k
         trace.append(array.array("q", (reach[k] for k in range(-d, d + 1, 2))))
-    return []
-
-
+    trace.pop()  # the last snapshot is where the path ends, not one before it
+    x, k = max((reach[k] * 2 - k, k) for k in range(-d, d + 1, 2) if reach[k] <= n and reach[k] - k <= m)
+    return False, trace, (x + k) // 2, (x - k) // 2
 def _trace_back(trace: List[array.array], x: int, y: int, a_lo: int, b_lo: int):
     """Walk a Myers search back from (x, y), collecting its diagonal runs."""
     blocks = []

@@ -1,11 +1,13 @@
 import random
+from collections import Counter
 import subprocess
 import sys
 
 import pytest
 
 import diff3 as diff3_module
-from diff3 import Merge, diff3, main
+from diff3 import Merge, diff3, get_hunks, main
+from testkit import SHAPES, generate
 
 C = "<<<<<<< ours\n"
 S = "=======\n"
@@ -38,7 +40,7 @@ CASES = [
     ("all empty", "", "", "", "", False),
     ("no newline kept", "a\nb", "A\nb", "a\nb", "A\nb", False),
     ("no newline both sides", "a\nb", "A\nb", "a\nB", "A\nB", False),
-    ("no newline then theirs appends", "a\nb\nc\n", "a\nb", "a\nb\nc\nd\n", "a\nb\nd\n", False),
+    ("delete vs append after it", "a\nb\nc\n", "a\nb", "a\nb\nc\nd\n", f"a\n{C}b\n{S}b\nc\nd\n{E}", True),
     ("no newline before marker", "a\n", "a\nX", "a\nY\n", f"a\n{C}X\n{S}Y\n{E}", True),
     ("no newline on both conflicting", "a", "x", "y", f"{C}x\n{S}y\n{E}", True),
     ("crlf unchanged regions", "a\r\nb\r\nc\r\n", "a\r\nB\r\nc\r\n", "a\r\nb\r\nC\r\n", "a\r\nB\r\nC\r\n", False),
@@ -66,6 +68,57 @@ def test_merge_table(name, base, ours, theirs, merged, conflict):
     assert swapped.had_conflict == conflict
     if not conflict:
         assert swapped.merged == merged
+
+
+# Each was once clean and wrong; each must be right or a conflict (issue 9).
+REPRODUCTIONS = [
+    ("same insertion by both", "# Doc\n\nintro\n\n## Z\n", "# Doc\n\nintro\n\n## Y\n\n## Z\n",
+     "# Doc!\n\nintro\n\n## Y\n\n## Z\n", "# Doc!\n\nintro\n\n## Y\n\n## Z\n", False),
+    ("same point, one edits on", "## A\n\na\n\n## C\n\nc\n", "## A\n\na\n\n## B\n\nb - S\n\n## C\n\nc\n",
+     "## A!\n\na\n\n## B\n\nb\n\n## C\n\nc\n", f"## A!\n\na\n\n## B\n\n{C}b - S\n{S}b\n{E}\n## C\n\nc\n", True),
+    ("edit on the right one of equal lines",
+     "- [ ] todo\n\n- [ ] todo\n\n- [x] todo\n\n- [ ] todo\n", "- [x] todo\n\n- [x] todo\n\n- [x] todo\n\n- [x] todo\n",
+     "- [ ] todo\n\n- [ ] todo\n\n- [ ] todo\n\n- [ ] todo\n", "- [x] todo\n\n- [x] todo\n\n- [ ] todo\n\n- [x] todo\n",
+     False),
+    ("touching across a blank line", "## A\n\n- old\n\n## B\n", "## A\n\n## New\n\ntext\n\n## B\n",
+     "## A\n\n- old\n- added\n\n## B\n", f"## A\n\n{C}## New\n\ntext\n{S}- old\n- added\n{E}\n## B\n", True),
+    ("emptied vs appended", "a\nb\n", "", "a\nb\nc\n", f"{C}{S}a\nb\nc\n{E}", True),
+]
+
+
+@pytest.mark.parametrize("name,base,ours,theirs,merged,conflict", REPRODUCTIONS, ids=[r[0] for r in REPRODUCTIONS])
+def test_reproductions_are_right_or_conflict(name, base, ours, theirs, merged, conflict):
+    assert diff3(base, ours, theirs) == Merge(merged, conflict)
+    assert diff3(base, theirs, ours).had_conflict == conflict
+
+
+def counts(text):
+    return Counter(line for line in text.split("\n") if line.strip())
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_generated_cases_never_merge_clean_and_wrong(shape):
+    # testkit applies two edit scripts at known places, so the intended
+    # merge is known (None where the edits meet and only a conflict is right).
+    clean = intended = 0
+    for seed in range(1500):
+        case = generate(shape, seed)
+        merged, conflict = diff3(case.base, case.ours, case.theirs)
+        if not conflict:
+            assert merged == case.intended, (shape, seed)
+            sides = [counts(case.ours), counts(case.theirs), counts(case.intended)]
+            assert all(n <= max(c[line] for c in sides) for line, n in counts(merged).items()), (shape, seed)
+        intended += case.intended is not None
+        clean += not conflict
+    if shape == "adjacent":  # unique lines: the order of neighbouring edits is certain
+        assert clean >= 0.95 * intended
+
+
+def test_get_hunks_slides_to_one_place():
+    # "x, blank" inserted before a blank line reads the same as "blank, x"
+    # after it: the hunk goes as far down as it can.
+    assert get_hunks(["a", "", "b"], ["a", "", "x", "", "b"]) == [(2, 2, 2, 4)]
+    assert get_hunks([1, 2, 3], [1, 3]) == [(1, 2, 1, 1)]
 
 
 def test_diff3_style_and_labels():
@@ -107,19 +160,35 @@ def test_gap_of_few_distinct_lines_merges_finely():
     assert diff3(join(base) + "\n", join(ours) + "\n", join(theirs) + "\n") == (join(expected) + "\n", False)
 
 
-def test_gap_beyond_edit_budget_falls_back_to_one_block():
+def test_gap_beyond_edit_budget_stays_local():
+    # Ours re-ticks a checklist at random: past the edit budget the search
+    # restarts from its furthest point, so theirs' one change stays a small
+    # block (it was one whole-document block before) and nothing is lost.
     rng = random.Random(5)
-    base = "".join(rng.choice("xy") + "\n" for _ in range(1000))
-    ours = "".join(rng.choice("xy") + "\n" for _ in range(1000))
-    lines = base.split("\n")
-    theirs = "\n".join(lines[:500] + ["mid"] + lines[501:])
-    assert diff3(base, ours, base) == (ours, False)
-    merged, conflict = diff3(base, ours, theirs)
+    boxes = ["- [ ] todo\n", "- [x] todo\n"]
+    base = [rng.choice(boxes) for _ in range(1000)]
+    ours = [rng.choice(boxes) for _ in range(1000)]
+    theirs = base[:500] + ["mid\n"] + base[501:]
+    assert diff3("".join(base), "".join(ours), "".join(base)) == ("".join(ours), False)
+    merged, conflict = diff3("".join(base), "".join(ours), "".join(theirs))
     assert conflict and merged.count(C) == 1
     head, rest = merged.split(C)
     our_part, rest = rest.split(S)
     their_part, tail = rest.split(E)
-    assert (head + our_part + tail, head + their_part + tail) == (ours, theirs)
+    assert head + our_part + tail == "".join(ours) and "mid\n" in their_part
+    assert len(our_part.splitlines()) + len(their_part.splitlines()) < 40
+
+
+def test_budget_fallback_blocks_are_a_valid_diff():
+    rng = random.Random(8)
+    a = [rng.choice("xy") for _ in range(3000)]
+    b = [rng.choice("xy") for _ in range(3000)]
+    blocks = sorted(diff3_module._myers_blocks(a, b, 0, len(a), 0, len(b)))
+    i0 = j0 = 0
+    for i, j, size in blocks:
+        assert i >= i0 and j >= j0 and a[i:i + size] == b[j:j + size]
+        i0, j0 = i + size, j + size
+    assert sum(size for *_, size in blocks) > 2000  # far from one replaced block
 
 
 def lcs_length(a, b):

@@ -1,0 +1,306 @@
+"""Merge cases whose intended result is known, for test_diff3.py and bench.py.
+
+    >>> from testkit import generate
+    >>> case = generate("sections", seed=1)
+    >>> case.shape, case.intended is None or case.intended.startswith("# ")
+    ('sections', True)
+
+Each case is a base document and two sides made by applying edit scripts
+to it at known places, so the merge a person intends is known without
+asking any merge tool.  An edit script says, per side, what becomes of each
+base line (kept, replaced, deleted) and what is inserted before or after
+which line.  `compose` lays both scripts over the base; where they meet
+(both change one line differently, both insert different text at one
+point, one inserts next to a line the other deletes) no merge is right but
+a conflict, and `intended` is None.
+
+The shapes:
+
+* sections:   markdown with headings, paragraphs and lists; edits of lines,
+              new list items, new and deleted sections, some made by both;
+* checklist:  "- [ ] todo" boxes, few distinct lines; ticks, new and deleted boxes;
+* duplicated: sections that repeat word for word, edited in one copy;
+* adjacent:   unique lines; the two sides edit neighbouring lines.
+"""
+
+import random
+from typing import Dict, List, NamedTuple, Optional
+
+SHAPES = ("sections", "checklist", "duplicated", "adjacent")
+
+WORDS = (
+    "agent document merge version paragraph server client publish conflict "
+    "edit section line base ours theirs change review draft note team plan"
+).split()
+
+
+class Case(NamedTuple):
+    shape: str
+    base: str
+    ours: str
+    theirs: str
+    intended: Optional[str]  # None: the edits meet, only a conflict is right
+
+
+class Script:
+    """One side's edits, by base line: replaced (a list, [] deletes) or inserted around."""
+
+    def __init__(self) -> None:
+        self.fate: Dict[int, List[str]] = {}
+        self.before: Dict[int, List[str]] = {}
+        self.after: Dict[int, List[str]] = {}
+        self.touched: set = set()  # lines this side edits or inserts next to
+        self.kind = ""  # for shapes where a side makes one kind of edit
+
+    def free(self, *lines: int) -> bool:
+        """Whether this side leaves these lines and their neighbours alone so far."""
+        return not any(k in self.touched for i in lines for k in (i - 1, i, i + 1))
+
+    def replace(self, lo: int, hi: int, lines: List[str]) -> None:
+        for i in range(lo, hi):
+            self.fate[i] = []
+            self.touched.add(i)
+        self.fate[lo] = list(lines)
+
+    def insert(self, where: str, i: int, lines: List[str]) -> None:
+        (self.before if where == "before" else self.after)[i] = list(lines)
+        self.touched.add(i)
+
+    def apply(self, base: List[str]) -> List[str]:
+        out: List[str] = []
+        for i, line in enumerate(base):
+            out += self.before.get(i, []) + self.fate.get(i, [line]) + self.after.get(i, [])
+        return out
+
+
+def compose(base: List[str], ours: Script, theirs: Script) -> Optional[List[str]]:
+    """Both scripts applied to `base`, or None where they meet."""
+    out: List[str] = []
+    for i, line in enumerate(base):
+        point = _insertions(ours, theirs, i)
+        if point is None:
+            return None
+        out += point
+        mine, yours = ours.fate.get(i), theirs.fate.get(i)
+        if mine is not None and yours is not None and mine != yours:
+            return None  # changed by both, differently (or deleted by one)
+        out += mine if mine is not None else yours if yours is not None else [line]
+    end = _insertions(ours, theirs, len(base))
+    return None if end is None else out + end
+
+
+def _insertions(ours: Script, theirs: Script, i: int) -> Optional[List[str]]:
+    """What both insert at the point before base line i, or None where that is unclear."""
+    lines = []
+    for side, other in ((ours, theirs), (theirs, ours)):
+        inserted = side.after.get(i - 1, []) + side.before.get(i, [])
+        # Text anchored to a line the other side deletes has lost its place.
+        if (side.after.get(i - 1) and other.fate.get(i - 1) == []) or (
+                side.before.get(i) and other.fate.get(i) == []):
+            return None
+        lines.append(inserted)
+    if lines[0] and lines[1] and lines[0] != lines[1]:
+        return None
+    return lines[0] or lines[1]
+
+
+def generate(shape: str, seed: int) -> Case:
+    """The case of `shape` made from `seed`: the same seed gives the same case."""
+    rng = random.Random(f"{shape}-{seed}")
+    while True:
+        base, ours, theirs = _scripts(rng, shape)
+        if not (_moves(base, ours) or _moves(base, theirs) or _twins(base, ours, theirs)):
+            break
+    intended = compose(base, ours, theirs)
+    return Case(shape, _text(base), _text(ours.apply(base)), _text(theirs.apply(base)),
+                None if intended is None else _text(intended))
+
+
+def _scripts(rng: random.Random, shape: str):
+    base = _BASES[shape](rng)
+    ours, theirs = Script(), Script()
+    editor = _EDITORS[shape]
+    if shape == "adjacent":
+        editor(rng, base, ours, theirs)
+    else:
+        for _ in range(rng.randint(1, 3)):
+            for side in (ours, theirs):
+                editor(rng, base, side)
+        if rng.random() < 0.3:  # one edit made by both sides alike
+            both = Script()
+            both.kind = ours.kind
+            editor(rng, base, both)
+            for side in (ours, theirs):
+                if side.kind in ("", both.kind) and all(side.free(i) for i in both.touched):
+                    _merge_into(side, both)
+    return base, ours, theirs
+
+
+def _twins(base: List[str], ours: Script, theirs: Script) -> bool:
+    """Whether the sides delete, or insert, equal lines at different places.
+
+    Both texts then look as if one change was made twice; no merge can
+    tell it from the same change made by both.
+    """
+    def removed(side: Script) -> set:
+        return {(base[i], i) for i, lines in side.fate.items() if base[i] not in lines}
+
+    def added(side: Script) -> set:
+        return {(line, i, where) for where, table in (("before", side.before), ("after", side.after))
+                for i, lines in table.items() for line in lines}
+
+    for made in (removed, added):
+        mine, yours = made(ours), made(theirs)
+        if {m[0] for m in mine - yours} & {y[0] for y in yours - mine}:
+            return True
+    return False
+
+
+def _moves(base: List[str], side: Script) -> bool:
+    """Whether a side deletes a text line and inserts its copy: a move no text can show."""
+    removed = {base[i] for i, lines in side.fate.items() if base[i] and base[i] not in lines}
+    added = {line for lines in [*side.fate.values(), *side.before.values(), *side.after.values()]
+             for line in lines}
+    return bool(removed & added)
+
+
+def _merge_into(side: Script, extra: Script) -> None:
+    side.fate.update(extra.fate)
+    side.before.update(extra.before)
+    side.after.update(extra.after)
+    side.touched |= extra.touched
+
+
+def _text(lines: List[str]) -> str:
+    return "".join(line + "\n" for line in lines)
+
+
+# ------------------------------------------------------------------ bases
+
+def _sentence(rng: random.Random) -> str:
+    return " ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 8))).capitalize() + "."
+
+
+def _section_lines(rng: random.Random, heading: str) -> List[str]:
+    if rng.random() < 0.4:
+        body = [f"- {_sentence(rng)}" for _ in range(rng.randint(1, 4))]
+    else:
+        body = [_sentence(rng) for _ in range(rng.randint(1, 3))]
+    if rng.random() < 0.3:  # the lines markdown repeats: a rule, a stock item
+        body.append(rng.choice(["---", "- TODO", "See above."]))
+    return [heading, ""] + body
+
+
+def _sections_base(rng: random.Random, duplicated: bool = False) -> List[str]:
+    lines = ["# Title", ""]
+    sections: List[List[str]] = []
+    for k in range(rng.randint(2, 6)):
+        if duplicated and sections and rng.random() < 0.5:
+            sections.append(list(rng.choice(sections)))  # word for word again
+        else:
+            heading = rng.choice([f"## Part {k}", "## Notes", "## Example"])
+            sections.append(_section_lines(rng, heading))
+    for k, section in enumerate(sections):
+        lines += section + ([""] if k < len(sections) - 1 else [])
+    return lines
+
+
+def _checklist_base(rng: random.Random) -> List[str]:
+    spaced = rng.random() < 0.5
+    lines: List[str] = []
+    for _ in range(rng.randint(3, 12)):
+        lines.append(rng.choice(["- [ ] todo", "- [ ] todo", "- [x] todo", "- [ ] call"]))
+        if spaced:
+            lines.append("")
+    return lines[:-1] if spaced else lines
+
+
+def _adjacent_base(rng: random.Random) -> List[str]:
+    return [f"line {k}: {_sentence(rng)}" for k in range(rng.randint(3, 12))]
+
+
+_BASES = {
+    "sections": _sections_base,
+    "duplicated": lambda rng: _sections_base(rng, duplicated=True),
+    "checklist": _checklist_base,
+    "adjacent": _adjacent_base,
+}
+
+
+# ------------------------------------------------------------------ edits
+
+def _new(rng: random.Random, what: str) -> str:
+    """A line no other line equals: `what` and a random tag."""
+    return f"{what} {rng.getrandbits(40):010x}"
+
+
+def _sections_edit(rng: random.Random, base: List[str], side: Script) -> None:
+    """One edit a writer makes to a markdown document, where this side is free."""
+    text = [i for i, line in enumerate(base) if line and not line.startswith("#") and side.free(i)]
+    headings = [i for i, line in enumerate(base) if line.startswith("## ") and side.free(i)]
+    items = [i for i in text if base[i].startswith("- ")]
+    roll = rng.random()
+    if roll < 0.35 and text:
+        i = rng.choice(text)
+        side.replace(i, i + 1, [base[i].rstrip(".") + f" ({_new(rng, 'edit')})."])
+    elif roll < 0.5 and items:
+        side.insert("after", rng.choice(items), [f"- {_new(rng, 'item')}"])
+    elif roll < 0.6 and text:
+        side.insert("after", rng.choice(text), [_new(rng, "Sentence") + "."])
+    elif roll < 0.75 and headings:
+        side.insert("before", rng.choice(headings), [f"## {_new(rng, 'New')}", "", _new(rng, "Text"), ""])
+    elif roll < 0.8 and side.free(len(base) - 1):
+        side.insert("after", len(base) - 1, ["", f"## {_new(rng, 'End')}", "", _new(rng, "Text")])
+    elif roll < 0.9 and headings:
+        lo = rng.choice(headings)
+        nxt = [i for i, line in enumerate(base) if i > lo and line.startswith("## ")]
+        hi = nxt[0] if nxt else len(base)
+        if side.free(*range(lo, hi)):
+            # A whole section and the blank line after it, or before it at the end.
+            side.replace(lo - (0 if nxt else 1), hi, [])
+    elif headings:
+        i = rng.choice(headings)
+        side.replace(i, i + 1, [base[i] + f" ({_new(rng, 'renamed')})"])
+
+
+def _checklist_edit(rng: random.Random, base: List[str], side: Script) -> None:
+    """Tick, add or delete a box.  A side sticks to one kind: among equal boxes,
+    deleting one and adding another elsewhere reads as a tick."""
+    boxes = [i for i, line in enumerate(base) if line and side.free(i)]
+    if not boxes:
+        return
+    i = rng.choice(boxes)
+    side.kind = side.kind or rng.choice(["tick", "tick", "add", "delete"])
+    if side.kind == "tick":
+        ticked = base[i].replace("[ ]", "[x]") if "[ ]" in base[i] else base[i].replace("[x]", "[ ]")
+        side.replace(i, i + 1, [ticked])
+    elif side.kind == "add":
+        box = rng.choice(["- [ ] todo", f"- [ ] {_new(rng, 'task')}"])
+        side.insert("after", i, ["", box] if "" in base else [box])
+    elif "" in base and i + 1 < len(base) and side.free(i + 1):
+        side.replace(i, i + 2, [])  # the box and its blank line
+    elif "" not in base:
+        side.replace(i, i + 1, [])
+
+
+def _adjacent_edit(rng: random.Random, base: List[str], ours: Script, theirs: Script) -> None:
+    """Ours and theirs edit neighbouring lines: replace or insert, in either order."""
+    i = rng.randrange(len(base) - 1)
+    first, second = (ours, theirs) if rng.random() < 0.5 else (theirs, ours)
+    kinds = rng.choice([("replace", "replace"), ("replace", "insert"), ("insert", "replace"),
+                        ("replace", "delete"), ("delete", "replace")])
+    for side, line, kind in ((first, i, kinds[0]), (second, i + 1, kinds[1])):
+        if kind == "replace":
+            side.replace(line, line + 1, [_new(rng, "changed") for _ in range(rng.randint(1, 2))])
+        elif kind == "delete":
+            side.replace(line, line + 1, [])
+        else:
+            side.insert("after" if side is first else "before", line, [_new(rng, "inserted")])
+
+
+_EDITORS = {
+    "sections": _sections_edit,
+    "duplicated": _sections_edit,
+    "checklist": _checklist_edit,
+    "adjacent": _adjacent_edit,
+}
