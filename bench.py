@@ -1,6 +1,7 @@
 """Benchmarks: performance claims are made here, never in a timed test.
 
     python bench.py diff3     # diff3() against `git merge-file -p`, same files, same run
+    python bench.py shapes    # how often each merges clean and right, clean and wrong, or conflicts
     python bench.py publish   # the merge publish loop against the reference server
 
 Every scenario is built from a fixed seed, so two runs measure the same work.
@@ -26,6 +27,7 @@ from demo import add_line, sectioned_document
 from diff3 import diff3
 from mark_publish import MarkClient, mark_publish
 from mark_server import serve
+from testkit import SHAPES, generate
 
 WORDS = (
     "agent document merge version paragraph server client publish conflict "
@@ -116,8 +118,8 @@ def random_ticks(size: int):
     """About `size` bytes of a checklist ticked at random, and ours ticked at random anew.
 
     Beyond the classes above: no line is unique and nearly every line may
-    pair with any other, so the diff gives up at its edit budget and the
-    merge falls back to one coarse conflict block (which loses no line).
+    pair with any other, so the diff goes past its edit budget and
+    restarts from the furthest point it reached: coarser, but local.
     """
     rng = random.Random(5)
     boxes = ["- [ ] todo", "- [x] todo"]
@@ -204,7 +206,41 @@ x64K = diff3 time at 1 MiB / its time for the same class at 64 KiB (16x the inpu
 peak/in = peak Python memory of one diff3 call / bytes of its three inputs;
 conflicts, git = conflict blocks / lines inside them in diff3's and git's result
   (adjacent edits are clean by design);
-random ticks: beyond the classes, diff3 hits its edit budget and keeps one whole-file block.""")
+random ticks: beyond the classes, diff3 goes past its edit budget and restarts its search
+  from the furthest point reached, so blocks stay local.""")
+
+
+def bench_shapes(args) -> None:
+    """diff3 and git on the generated cases whose intended merge is known."""
+    git = shutil.which("git")
+    header = (f"{'shape':12} {'cases':>6} | {'diff3 right':>11} {'wrong':>6} {'conflict':>8} {'lines':>6} | "
+              f"{'git right':>9} {'wrong':>6} {'conflict':>8} {'lines':>6}")
+    print(header)
+    print("-" * len(header))
+    with tempfile.TemporaryDirectory() as tmp:
+        for shape in SHAPES:
+            tally = {"diff3": [0, 0, 0, 0], "git": [0, 0, 0, 0]}
+            for seed in range(args.cases):
+                case = generate(shape, seed)
+                results = {"diff3": diff3(case.base, case.ours, case.theirs)}
+                if git:
+                    paths = []
+                    for name, text in (("ours", case.ours), ("base", case.base), ("theirs", case.theirs)):
+                        Path(tmp, name).write_text(text, encoding="utf-8")
+                        paths.append(str(Path(tmp, name)))
+                    run = subprocess.run([git, "merge-file", "-p", *paths], capture_output=True)
+                    results["git"] = (run.stdout.decode(), run.returncode != 0)
+                for tool, (merged, conflict) in results.items():
+                    counts = tally[tool]
+                    counts[2 if conflict else 0 if merged == case.intended else 1] += 1
+                    counts[3] += int(conflicts(merged).split("/")[1])
+            cells = [" ".join(f"{n:>{w}}" for n, w in zip(tally[tool], widths))
+                     for tool, widths in (("diff3", (11, 6, 8, 6)), ("git", (9, 6, 8, 6)))]
+            print(f"{shape:12} {args.cases:6} | {cells[0]} | {cells[1]}")
+    print("""
+right / wrong: clean merges equal to the intended result, or not; conflict: merges with markers;
+lines: lines inside conflict blocks, all cases together.  Cases come from testkit.generate
+(seeds 0 to cases-1); where the edits meet, only a conflict is right.""")
 
 
 # --------------------------------------------------------------- publish
@@ -279,6 +315,9 @@ def main() -> None:
     d = sub.add_parser("diff3", help="diff3() against git merge-file")
     d.add_argument("--rounds", type=int, default=5, help="rounds of 3 timed runs of each")
     d.set_defaults(run=bench_diff3)
+    s = sub.add_parser("shapes", help="diff3 and git on generated cases with a known intended merge")
+    s.add_argument("--cases", type=int, default=1000, help="cases per shape")
+    s.set_defaults(run=bench_shapes)
     p = sub.add_parser("publish", help="the merge loop against the reference server, and a naive caller")
     p.add_argument("--edits", type=int, default=20, help="edits per writer")
     p.set_defaults(run=bench_publish)

@@ -26,16 +26,38 @@ decides per place:
       >>>>>>> theirs
   and `had_conflict` is True.
 
-Two hunks of different sides "collide" (and must be decided together) when
-their base ranges overlap, when both insert at the same point, or when one
-inserts strictly inside the range the other replaces.  Hunks that merely
-touch do not collide: ours changing line 5 and theirs changing line 6 is a
-clean merge.  git merge-file and GNU diff3 report a conflict there; this
-module deliberately does not, because each side's change is unambiguous.
-In the same spirit, one side adding a section while the other deletes a
-different section merges cleanly: the deletion and the addition are two
-separate hunks.  A deletion that overlaps the other side's modification is
-a conflict, so no edit is ever dropped silently.
+A clean merge is published with no one looking, so it must be right:
+when the texts leave any doubt about where an edit belongs relative to the
+other side's, the two are a conflict.  The exact rule:
+
+* Each side's hunks are put at one canonical place first (git's change
+  compaction): a pure insertion or deletion that can slide up onto the
+  hunk before it joins it ("insert a ticked box, delete the box below" is
+  "tick the box"); any other slides as far down as it goes, so the same
+  change made by both sides sits at the same place and appears once.
+* Each hunk then gets its *reach*: the base lines it could equally cover
+  under another diff of the same text.  That is where it, or the tail or
+  head of either half of a replacement, could slide past equal lines (not
+  for a line-for-line edit of similar lines: a ticked box stays that box);
+  where the searches from the front and from the back of a gap of
+  repeated lines pair them differently; and, when a side removes or adds a
+  block of text lines found elsewhere too, the same with blank lines left
+  out (which of two equal sections was deleted is then a tie).
+* Two hunks of different sides *collide*, and are decided together, when
+  their reaches share a base line, when both insert at one point, or when
+  one inserts strictly inside the other's reach.  Hunks that only meet at
+  a boundary collide too unless the order of the two edits is certain:
+  neither inserts next to where the other removes more lines than it adds
+  (text added after a deleted line has lost its place), neither's reach is
+  wider than itself, and the base lines on both sides of the boundary are
+  *firm*: once in base and at most once in each side.  So ours changing
+  line 5 and theirs line 6 of unique lines merge cleanly (git merge-file
+  and GNU diff3 call that a conflict), while the same across a blank line
+  does not.  One side adding a section while the other deletes a different
+  section merges cleanly.  A deletion that overlaps the other side's
+  modification is a conflict, so no edit is ever dropped silently.
+* In a conflict block (style "merge"), lines both sides agree on at its
+  edges are moved out of it, as git's "zealous" merge does.
 
 Lines are split on "\\n" only (never on the other separators that
 `str.splitlines` honours) and keep their endings, so CRLF documents come
@@ -60,14 +82,18 @@ without it, it is quadratic on them.  So the diff works in layers:
    meets a moved line computes the chain;
 3. a small gap, or one without such lines, first drops the lines found
    on one side only (they can never match; a rewritten paragraph leaves
-   just its blank lines), then is diffed by `difflib.SequenceMatcher` when
-   it is small, otherwise by Myers' O(ND) shortest-edit search; runs of
-   equal lines are always measured by comparing list slices, at C speed;
-4. when that search would exceed an edit-distance budget (a gap where nearly
-   everything changed), the gap is taken as one replaced block: coarser,
-   never wrong.
+   just its blank lines), then is diffed by Myers' O(ND) shortest-edit
+   search, which pairs repeated lines where a person would (difflib's
+   SequenceMatcher, longest block first, does not); runs of equal lines
+   are always measured by comparing list slices, at C speed;
+4. a large gap gets an edit budget of about sqrt(its length): past it,
+   the path to the point the search got furthest to is kept and a new
+   search starts from there (xdiff splits at its best diagonal the same
+   way), so a gap where nearly everything changed gets a coarser diff
+   whose blocks still stay local.
 
-`python bench.py diff3` measures all this against `git merge-file`.
+`python bench.py diff3` measures all this against `git merge-file`, and
+`python bench.py shapes` how often each merges clean and wrong.
 """
 
 import argparse
@@ -77,6 +103,7 @@ import difflib
 import math
 import sys
 from collections import Counter
+from itertools import chain, filterfalse
 from typing import Iterator, List, NamedTuple, Optional, Sequence, Tuple
 
 __all__ = ["diff3", "Merge", "get_hunks", "split_lines", "join_lines", "main"]
@@ -102,7 +129,9 @@ def diff3(
 
     Returns `Merge(merged, had_conflict)`.  `style="diff3"` also shows the
     base lines inside each conflict block; `labels` are the (ours, base,
-    theirs) words written after the markers.  Never raises for str inputs.
+    theirs) words written after the markers.  Raises TypeError or
+    ValueError, naming the argument, for anything but str texts, a known
+    style and three one-line labels.
     """
     for name, value in (("base", base), ("ours", ours), ("theirs", theirs)):
         if not isinstance(value, str):
@@ -187,7 +216,9 @@ def _merge_lines(base: Sequence[str], ours: Sequence[str], theirs: Sequence[str]
     out of it (git's "zealous" merge).
     """
     start, middle, separator, end = markers
-    changes = sorted(_changes(base, ours, OURS) + _changes(base, theirs, THEIRS))
+    counts = [Counter(base), Counter(ours), Counter(theirs)]
+    changes = sorted(_changes(base, ours, OURS, counts[0], counts[1])
+                     + _changes(base, theirs, THEIRS, counts[0], counts[2]))
     out: List[str] = []
     had_conflict = False
     # How many lines ours and theirs have gained so far: added to a base
@@ -196,7 +227,7 @@ def _merge_lines(base: Sequence[str], ours: Sequence[str], theirs: Sequence[str]
     # Wherever theirs changed nothing, ours holds the merge: such stretches
     # are copied from ours in one slice, up to the next place theirs changed.
     copied = 0  # ours[:copied] is in `out` already, or was replaced there
-    for cluster in _clusters(changes, _Firmness(base, ours, theirs)):
+    for cluster in _clusters(changes, _Firmness(base, counts)):
         o_lo, t_lo = cluster.lo + shift_o, cluster.lo + shift_t
         shift_o += cluster.growth[OURS]
         shift_t += cluster.growth[THEIRS]
@@ -253,11 +284,12 @@ class _Cluster(NamedTuple):
     growth: List[int]  # lines each side gained in it, by side
 
 
-def _changes(base: Sequence[str], side: Sequence[str], name: int) -> List[_Change]:
+def _changes(base: List[str], side: List[str], name: int, base_counts: Counter,
+             side_counts: Counter) -> List[_Change]:
     """The hunks from `base` to `side`, each with its reach."""
     doubts: List[Tuple[int, int]] = []
     hunks = _compact(base, side, _hunks(_matching_blocks(base, side, doubts), len(base), len(side)))
-    if _repeated(base, side, hunks):
+    if _repeated(base, side, hunks, base_counts, side_counts):
         doubts += _doubts_without_blanks(base, side)
     doubts.sort()
     changes = []
@@ -273,28 +305,43 @@ def _changes(base: Sequence[str], side: Sequence[str], name: int) -> List[_Chang
     return changes
 
 
-def _repeated(base: Sequence[str], side: Sequence[str], hunks: List[Hunk]) -> bool:
+def _repeated(base: List[str], side: List[str], hunks: List[Hunk], base_counts: Counter,
+              side_counts: Counter) -> bool:
     """Whether hunks remove or add a block of text lines found elsewhere too.
 
     A block of two text lines or more (hunks with only blank lines between
     them count as one), one of them also found outside it: the mark of a
-    section that is there twice.  A single line (a ticked
-    box among equal boxes) is placed by the blank lines around it.
+    section that is there twice.  A single line (a ticked box among equal
+    boxes) is placed by the blank lines around it.
     """
-    counts = Counter(base)
-    counts.update(side)
-    removed: List[str] = []
-    added: List[str] = []
-    end = 0
-    for a_lo, a_hi, b_lo, b_hi in hunks:
-        if not all(_blank(line) for line in base[end:a_lo]):  # a new block begins
-            removed, added = [], []
-        end = a_hi
-        removed += [line for line in base[a_lo:a_hi] if not _blank(line)]
-        added += [line for line in side[b_lo:b_hi] if not _blank(line)]
-        if any(len(text) > 1 and any(counts[line] > 1 for line in text) for text in (removed, added)):
-            return True
+    # At C speed first: most documents have no such line at all.
+    repeats = {line for counts in (base_counts, side_counts) for line, n in counts.items() if n > 1}
+    removed = chain.from_iterable(base[a_lo:a_hi] for a_lo, a_hi, _, _ in hunks)
+    added = list(filterfalse(str.isspace, chain.from_iterable(side[b_lo:b_hi] for _, _, b_lo, b_hi in hunks)))
+    if repeats.isdisjoint(filterfalse(str.isspace, removed)) and repeats.isdisjoint(added) and \
+            base_counts.keys().isdisjoint(added):
+        return False
+    for k, (a_lo, a_hi, b_lo, b_hi) in enumerate(hunks):
+        if (any(base_counts[line] > 1 for line in base[a_lo:a_hi] if not line.isspace())
+                or any(base_counts[line] or side_counts[line] > 1
+                       for line in side[b_lo:b_hi] if not line.isspace())):
+            if _block_text_lines(base, side, hunks, k) > 1:
+                return True
     return False
+
+
+def _block_text_lines(base: List[str], side: List[str], hunks: List[Hunk], k: int) -> int:
+    """How many text lines the block of hunk k removes, or adds if more:
+    its neighbours join it while only blank lines lie between them."""
+    first = last = k
+    while first and all(line.isspace() for line in base[hunks[first - 1][1]:hunks[first][0]]):
+        first -= 1
+    while last + 1 < len(hunks) and all(line.isspace() for line in base[hunks[last][1]:hunks[last + 1][0]]):
+        last += 1
+    block = hunks[first:last + 1]
+    removed = sum(not line.isspace() for a_lo, a_hi, _, _ in block for line in base[a_lo:a_hi])
+    added = sum(not line.isspace() for _, _, b_lo, b_hi in block for line in side[b_lo:b_hi])
+    return max(removed, added)
 
 
 def _doubts_without_blanks(base: Sequence[str], side: Sequence[str]) -> List[Tuple[int, int]]:
@@ -306,8 +353,8 @@ def _doubts_without_blanks(base: Sequence[str], side: Sequence[str]) -> List[Tup
     are equally short, and the doubt shows as a hunk that can slide or a
     gap whose two searches disagree.
     """
-    where_a = [i for i, line in enumerate(base) if not _blank(line)]
-    where_b = [j for j, line in enumerate(side) if not _blank(line)]
+    where_a = [i for i, line in enumerate(base) if not line.isspace()]
+    where_b = [j for j, line in enumerate(side) if not line.isspace()]
     a, b = [base[i] for i in where_a], [side[j] for j in where_b]
     doubts: List[Tuple[int, int]] = []
     hunks = _compact(a, b, _hunks(_matching_blocks(a, b, doubts), len(a), len(b)))
@@ -346,6 +393,37 @@ def _reach(a: Sequence, b: Sequence, hunks: List[Hunk], k: int) -> Tuple[int, in
     if (up or down) and _edited_in_place(a[a_lo:a_hi], b[b_lo:b_hi]):
         return a_lo, a_hi  # a ticked box among equal boxes is that box, ticked
     return a_lo - up, a_hi + down
+
+
+def _edited_in_place(old: Sequence, new: Sequence) -> bool:
+    """Whether each line of `old` became a similar line of `new`, one for one."""
+    return len(old) == len(new) and all(
+        isinstance(x, str) and isinstance(y, str) and difflib.SequenceMatcher(None, x, y).ratio() >= 0.6
+        for x, y in zip(old, new))
+
+
+def _slide(seq: List, lo: int, hi: int, limit: int, up: bool = False) -> int:
+    """How far some tail of seq[lo:hi] (or head, `up`) could move past its neighbours.
+
+    A tail seq[j:hi] can move down by t when it starts like seq[hi:hi+t];
+    a head seq[lo:j] can move up by t when it ends like seq[lo-t:lo].
+    """
+    if lo == hi or limit <= 0:
+        return 0
+    edge = seq[lo - 1] if up else seq[hi]
+    if edge not in seq[lo:hi]:
+        return 0  # the usual answer, without raising below
+    best, j = 0, lo
+    while True:
+        try:
+            j = seq.index(edge, j, hi)  # where such a tail (or after such a head) starts
+        except ValueError:
+            return best
+        if up:
+            best = max(best, _run_length(seq, seq, j + 1, lo, limit, backward=True))
+        else:
+            best = max(best, _run_length(seq, seq, j, hi, limit))
+        j += 1
 
 
 def _edited_in_place(old: Sequence, new: Sequence) -> bool:
@@ -408,21 +486,19 @@ class _Firmness:
     """Whether a base line is "firm": once in base, at most once in each side.
 
     Next to a firm line a hunk's edge is certain: no other alignment of the
-    diff could move it.  The counts are made the first time they are asked.
+    diff could move it.
     """
 
-    def __init__(self, base: Sequence[str], ours: Sequence[str], theirs: Sequence[str]):
-        self._texts = (base, ours, theirs)
-        self._counts: List[Counter] = []
+    def __init__(self, base: Sequence[str], counts: List[Counter]):
+        self._base = base
+        self._counts = counts
 
     def __call__(self, i: int) -> bool:
-        base = self._texts[0]
-        if not 0 <= i < len(base):
+        if not 0 <= i < len(self._base):
             return True  # the start and end of the document are unique places
-        if not self._counts:
-            self._counts = [Counter(text) for text in self._texts]
-        line = base[i]
-        return self._counts[0][line] == 1 and all(counts[line] <= 1 for counts in self._counts[1:])
+        line = self._base[i]
+        base, ours, theirs = self._counts
+        return base[line] == 1 and ours[line] <= 1 and theirs[line] <= 1
 
 
 def _clusters(changes: List[_Change], firm) -> Iterator[_Cluster]:
@@ -446,7 +522,8 @@ def _clusters(changes: List[_Change], firm) -> Iterator[_Cluster]:
             if group:
                 yield group
             group, last, widest = _Cluster(a_lo, a_hi, set(), [0, 0]), [None, None], [None, None]
-        group = group._replace(lo=min(group.lo, a_lo), hi=max(group.hi, a_hi))
+        elif a_lo < group.lo or a_hi > group.hi:
+            group = _Cluster(min(group.lo, a_lo), max(group.hi, a_hi), group.sides, group.growth)
         group.sides.add(side)
         group.growth[side] += (b_hi - b_lo) - (a_hi - a_lo)
         last[side] = change
@@ -571,8 +648,8 @@ def _anchored_runs(a: Sequence, b: Sequence, a_lo: int, a_hi: int, b_lo: int,
     runs = _walk_runs(a, b, a_lo, a_hi, b_lo, b_hi, count_a, count_b)
     if runs is None:  # some moved: keep only the longest ascending chain
         unique = {x for x, n in count_a.items() if n == 1 and count_b.get(x) == 1}
-        chain = dict.fromkeys(_longest_chain(a, b, a_lo, a_hi, b_lo, b_hi, unique), 1)
-        runs = _walk_runs(a, b, a_lo, a_hi, b_lo, b_hi, chain, chain)
+        anchors = dict.fromkeys(_longest_chain(a, b, a_lo, a_hi, b_lo, b_hi, unique), 1)
+        runs = _walk_runs(a, b, a_lo, a_hi, b_lo, b_hi, anchors, anchors)
     return runs
 
 
@@ -618,12 +695,12 @@ def _longest_chain(a: Sequence, b: Sequence, a_lo: int, a_hi: int, b_lo: int, b_
         else:
             tails[n], ends[n] = j, index
         before.append(ends[n - 1] if n else -1)
-    chain = set()
+    members = set()
     index = ends[-1]
     while index >= 0:
-        chain.add(b[js[index]])
+        members.add(b[js[index]])
         index = before[index]
-    return chain
+    return members
 
 
 def _gap_blocks(a: Sequence, b: Sequence, a_lo: int, a_hi: int, b_lo: int, b_hi: int,
@@ -659,10 +736,6 @@ def _gap_blocks(a: Sequence, b: Sequence, a_lo: int, a_hi: int, b_lo: int, b_hi:
         spans = _disagreements(_compacted(gap_a, gap_b, forward), _compacted(gap_a, gap_b, backward), n, m)
         doubts += [(a_lo + lo, a_lo + hi) for lo, hi in spans]
     return [(a_lo + i, b_lo + j, size) for i, j, size in forward]
-
-
-def _blank(x) -> bool:
-    return isinstance(x, str) and not x.strip()
 
 
 def _compacted(a: Sequence, b: Sequence, blocks: List[Tuple[int, int, int]]) -> List[Tuple[int, int, int]]:
