@@ -216,9 +216,11 @@ def _merge_lines(base: Sequence[str], ours: Sequence[str], theirs: Sequence[str]
     out of it (git's "zealous" merge).
     """
     start, middle, separator, end = markers
-    counts = [Counter(base), Counter(ours), Counter(theirs)]
-    changes = sorted(_changes(base, ours, OURS, counts[0], counts[1])
-                     + _changes(base, theirs, THEIRS, counts[0], counts[2]))
+    text = list(filterfalse(str.isspace, base))
+    unique = set(text)
+    if len(unique) < len(text):
+        unique = set()  # some text line of base repeats
+    changes = sorted(_changes(base, ours, OURS, unique) + _changes(base, theirs, THEIRS, unique))
     out: List[str] = []
     had_conflict = False
     # How many lines ours and theirs have gained so far: added to a base
@@ -227,13 +229,15 @@ def _merge_lines(base: Sequence[str], ours: Sequence[str], theirs: Sequence[str]
     # Wherever theirs changed nothing, ours holds the merge: such stretches
     # are copied from ours in one slice, up to the next place theirs changed.
     copied = 0  # ours[:copied] is in `out` already, or was replaced there
-    for cluster in _clusters(changes, _Firmness(base, counts)):
+    for cluster in _clusters(changes, _Firmness(base, ours, theirs)):
         o_lo, t_lo = cluster.lo + shift_o, cluster.lo + shift_t
         shift_o += cluster.growth[OURS]
         shift_t += cluster.growth[THEIRS]
         o_hi, t_hi = cluster.hi + shift_o, cluster.hi + shift_t
+        if cluster.sides == {OURS}:
+            continue
         mine, yours = ours[o_lo:o_hi], theirs[t_lo:t_hi]
-        if cluster.sides == {OURS} or mine == yours:
+        if mine == yours:
             continue
         out += ours[copied:o_lo]
         copied = o_hi
@@ -284,29 +288,41 @@ class _Cluster(NamedTuple):
     growth: List[int]  # lines each side gained in it, by side
 
 
-def _changes(base: List[str], side: List[str], name: int, base_counts: Counter,
-             side_counts: Counter) -> List[_Change]:
-    """The hunks from `base` to `side`, each with its reach."""
+def _changes(base: List[str], side: List[str], name: int, unique: set) -> List[_Change]:
+    """The hunks from `base` to `side`, each with its reach.
+
+    `unique` holds base's text lines when none of them repeats, else nothing.
+    """
     doubts: List[Tuple[int, int]] = []
     hunks = _compact(base, side, _hunks(_matching_blocks(base, side, doubts), len(base), len(side)))
-    if _repeated(base, side, hunks, base_counts, side_counts):
+    if _repeated(base, side, hunks, unique):
         doubts += _doubts_without_blanks(base, side)
-    doubts.sort()
+    spans = _union(doubts)
+    starts = [lo for lo, _ in spans]
     changes = []
     for k, hunk in enumerate(hunks):
         lo, hi = _reach(base, side, hunks, k)
         # Where two shortest diffs disagree, either could be what was meant.
-        for d_lo, d_hi in doubts[max(0, bisect.bisect_right(doubts, (hunk[0], hunk[1])) - 1):]:
-            if d_lo > hunk[1]:
-                break
-            if d_hi >= hunk[0]:
-                lo, hi = min(lo, d_lo), max(hi, d_hi)
+        d = bisect.bisect_right(starts, hunk[1]) - 1 if spans else -1
+        while d >= 0 and spans[d][1] >= hunk[0]:
+            lo, hi = min(lo, spans[d][0]), max(hi, spans[d][1])
+            d -= 1
         changes.append(_Change(lo, hi, hunk, name))
     return changes
 
 
-def _repeated(base: List[str], side: List[str], hunks: List[Hunk], base_counts: Counter,
-              side_counts: Counter) -> bool:
+def _union(ranges: List[Tuple[int, int]]) -> List[Tuple[int, int]]:
+    """Ranges that overlap, joined: ascending, and apart or touching."""
+    joined: List[Tuple[int, int]] = []
+    for lo, hi in sorted(ranges):
+        if joined and lo < joined[-1][1]:
+            joined[-1] = (joined[-1][0], max(hi, joined[-1][1]))
+        else:
+            joined.append((lo, hi))
+    return joined
+
+
+def _repeated(base: List[str], side: List[str], hunks: List[Hunk], unique: set) -> bool:
     """Whether hunks remove or add a block of text lines found elsewhere too.
 
     A block of two text lines or more (hunks with only blank lines between
@@ -314,13 +330,11 @@ def _repeated(base: List[str], side: List[str], hunks: List[Hunk], base_counts: 
     section that is there twice.  A single line (a ticked box among equal
     boxes) is placed by the blank lines around it.
     """
-    # At C speed first: most documents have no such line at all.
-    repeats = {line for counts in (base_counts, side_counts) for line, n in counts.items() if n > 1}
-    removed = chain.from_iterable(base[a_lo:a_hi] for a_lo, a_hi, _, _ in hunks)
+    # At C speed first: most documents repeat no text line at all.
     added = list(filterfalse(str.isspace, chain.from_iterable(side[b_lo:b_hi] for _, _, b_lo, b_hi in hunks)))
-    if repeats.isdisjoint(filterfalse(str.isspace, removed)) and repeats.isdisjoint(added) and \
-            base_counts.keys().isdisjoint(added):
+    if unique and len(set(added)) == len(added) and unique.isdisjoint(added):
         return False
+    base_counts, side_counts = Counter(base), Counter(side)
     for k, (a_lo, a_hi, b_lo, b_hi) in enumerate(hunks):
         if (any(base_counts[line] > 1 for line in base[a_lo:a_hi] if not line.isspace())
                 or any(base_counts[line] or side_counts[line] > 1
@@ -388,8 +402,11 @@ def _reach(a: Sequence, b: Sequence, hunks: List[Hunk], k: int) -> Tuple[int, in
     a_lo, a_hi, b_lo, b_hi = hunks[k]
     floor = hunks[k - 1][1] + 1 if k else 0
     ceiling = hunks[k + 1][0] - 1 if k + 1 < len(hunks) else len(a)
-    up = max(_slide(a, a_lo, a_hi, a_lo - floor, up=True), _slide(b, b_lo, b_hi, a_lo - floor, up=True))
-    down = max(_slide(a, a_lo, a_hi, ceiling - a_hi), _slide(b, b_lo, b_hi, ceiling - a_hi))
+    up = down = 0
+    if a_lo > floor:
+        up = max(_slide(a, a_lo, a_hi, a_lo - floor, up=True), _slide(b, b_lo, b_hi, a_lo - floor, up=True))
+    if a_hi < ceiling:
+        down = max(_slide(a, a_lo, a_hi, ceiling - a_hi), _slide(b, b_lo, b_hi, ceiling - a_hi))
     if (up or down) and _edited_in_place(a[a_lo:a_hi], b[b_lo:b_hi]):
         return a_lo, a_hi  # a ticked box among equal boxes is that box, ticked
     return a_lo - up, a_hi + down
@@ -408,7 +425,7 @@ def _slide(seq: List, lo: int, hi: int, limit: int, up: bool = False) -> int:
     A tail seq[j:hi] can move down by t when it starts like seq[hi:hi+t];
     a head seq[lo:j] can move up by t when it ends like seq[lo-t:lo].
     """
-    if lo == hi or limit <= 0:
+    if lo == hi:
         return 0
     edge = seq[lo - 1] if up else seq[hi]
     if edge not in seq[lo:hi]:
@@ -424,32 +441,6 @@ def _slide(seq: List, lo: int, hi: int, limit: int, up: bool = False) -> int:
         else:
             best = max(best, _run_length(seq, seq, j, hi, limit))
         j += 1
-
-
-def _edited_in_place(old: Sequence, new: Sequence) -> bool:
-    """Whether each line of `old` became a similar line of `new`, one for one."""
-    return len(old) == len(new) and all(
-        isinstance(x, str) and isinstance(y, str) and difflib.SequenceMatcher(None, x, y).ratio() >= 0.6
-        for x, y in zip(old, new))
-
-
-def _slide(seq: Sequence, lo: int, hi: int, limit: int, up: bool = False) -> int:
-    """How far some tail of seq[lo:hi] (or head, `up`) could move past its neighbours.
-
-    A tail seq[j:hi] can move down by t when it starts like seq[hi:hi+t];
-    a head seq[lo:j] can move up by t when it ends like seq[lo-t:lo].
-    """
-    if lo == hi or limit <= 0:
-        return 0
-    edge = seq[lo - 1] if up else seq[hi]
-    best = 0
-    for j in range(lo + 1, hi + 1) if up else range(lo, hi):
-        if (seq[j - 1] if up else seq[j]) == edge:
-            if up:
-                best = max(best, _run_length(seq, seq, j, lo, limit, backward=True))
-            else:
-                best = max(best, _run_length(seq, seq, j, hi, limit))
-    return best
 
 
 def _compact(a: Sequence, b: Sequence, hunks: List[Hunk]) -> List[Hunk]:
@@ -486,19 +477,22 @@ class _Firmness:
     """Whether a base line is "firm": once in base, at most once in each side.
 
     Next to a firm line a hunk's edge is certain: no other alignment of the
-    diff could move it.
+    diff could move it.  The counts are made the first time they are asked.
     """
 
-    def __init__(self, base: Sequence[str], counts: List[Counter]):
-        self._base = base
-        self._counts = counts
+    def __init__(self, base: Sequence[str], ours: Sequence[str], theirs: Sequence[str]):
+        self._texts = (base, ours, theirs)
+        self._counts: List[Counter] = []
 
     def __call__(self, i: int) -> bool:
-        if not 0 <= i < len(self._base):
+        base = self._texts[0]
+        if not 0 <= i < len(base):
             return True  # the start and end of the document are unique places
-        line = self._base[i]
-        base, ours, theirs = self._counts
-        return base[line] == 1 and ours[line] <= 1 and theirs[line] <= 1
+        if not self._counts:
+            self._counts = [Counter(text) for text in self._texts]
+        line = base[i]
+        in_base, in_ours, in_theirs = (counts[line] for counts in self._counts)
+        return in_base == 1 and in_ours <= 1 and in_theirs <= 1
 
 
 def _clusters(changes: List[_Change], firm) -> Iterator[_Cluster]:
@@ -517,7 +511,8 @@ def _clusters(changes: List[_Change], firm) -> Iterator[_Cluster]:
         side, other = change.side, 1 - change.side
         joins = group is not None and (
             a_lo < group.hi  # its lines lie inside the group
-            or any(c is not None and _collide(change, c, firm) for c in (last[other], widest[other])))
+            or (last[other] is not None and _collide(change, last[other], firm))
+            or (widest[other] is not None and _collide(change, widest[other], firm)))
         if not joins:
             if group:
                 yield group
@@ -574,6 +569,7 @@ def _common_length(a: Sequence, b: Sequence) -> int:
 # ------------------------------------------------------------ two-way diff
 
 _SMALL_GAP = 10_000  # n*m up to which a gap is diffed, not anchored, and its search has no budget
+_RESTART_BUDGET = 32  # edits of each search after the first ran out of budget
 
 
 def _matching_blocks(a: Sequence, b: Sequence, doubts: List[Tuple[int, int]]) -> List[Tuple[int, int, int]]:
@@ -729,12 +725,15 @@ def _gap_blocks(a: Sequence, b: Sequence, a_lo: int, a_hi: int, b_lo: int, b_hi:
         doubts += [(where_a[lo - 1] + 1 if lo else a_lo, where_a[hi]) for lo, hi in kept_doubts]
         return _coalesce((where_a[i + t], where_b[j + t]) for i, j, size in blocks for t in range(size))
     n, m = len(gap_a), len(gap_b)
-    forward = sorted(_myers_blocks(gap_a, gap_b, 0, n, 0, m))
-    backward = [(n - i - size, m - j - size, size)
-                for i, j, size in sorted(_myers_blocks(gap_a[::-1], gap_b[::-1], 0, n, 0, m), reverse=True)]
-    if forward != backward:
+    windows: List[Tuple[int, int]] = []
+    forward = sorted(_myers_blocks(gap_a, gap_b, 0, n, 0, m, windows))
+    if windows:  # past the budget no diff is shortest: each search's window is in doubt
+        spans = windows
+    else:
+        backward = [(n - i - size, m - j - size, size)
+                    for i, j, size in sorted(_myers_blocks(gap_a[::-1], gap_b[::-1], 0, n, 0, m), reverse=True)]
         spans = _disagreements(_compacted(gap_a, gap_b, forward), _compacted(gap_a, gap_b, backward), n, m)
-        doubts += [(a_lo + lo, a_lo + hi) for lo, hi in spans]
+    doubts += [(a_lo + lo, a_lo + hi) for lo, hi in spans]
     return [(a_lo + i, b_lo + j, size) for i, j, size in forward]
 
 
@@ -810,35 +809,43 @@ def _edit_budget(n: int, m: int) -> int:
     return 100 + math.isqrt(4 * (n + m))
 
 
-def _myers_blocks(a: Sequence, b: Sequence, a_lo: int, a_hi: int, b_lo: int, b_hi: int):
+def _myers_blocks(a: Sequence, b: Sequence, a_lo: int, a_hi: int, b_lo: int, b_hi: int,
+                  windows: Optional[List[Tuple[int, int]]] = None):
     """Matching blocks of a shortest edit script (Myers 1986, greedy forward).
 
     When a search runs out of its edit budget, the path to the point it got
     furthest to is kept and a new search starts from there (xdiff splits at
     its best diagonal the same way): the diff is then no longer minimal,
-    but every block of it stays local.
+    but every block of it stays local.  The range of `a` each such search
+    covered goes to `windows`: inside one, the pairing is a guess.
     """
     blocks: List[Tuple[int, int, int]] = []
+    budget = _edit_budget(a_hi - a_lo, b_hi - b_lo)
+    covered: List[Tuple[int, int]] = []
     while True:
-        reached, trace, x, y = _myers_search(a, b, a_lo, a_hi, b_lo, b_hi)
+        reached, trace, x, y = _myers_search(a, b, a_lo, a_hi, b_lo, b_hi, budget)
         blocks += _trace_back(trace, x, y, a_lo, b_lo)
+        covered.append((a_lo, a_lo + x))
         if reached:
+            if windows is not None and len(covered) > 1:
+                windows += covered
             return blocks
         a_lo, b_lo = a_lo + x, b_lo + y
+        budget = _RESTART_BUDGET  # the gap is dense: short searches keep it local, and cheap
 
 
-def _myers_search(a: Sequence, b: Sequence, a_lo: int, a_hi: int, b_lo: int, b_hi: int):
+def _myers_search(a: Sequence, b: Sequence, a_lo: int, a_hi: int, b_lo: int, b_hi: int, budget: int):
     """Search a shortest edit path through a[a_lo:a_hi] and b[b_lo:b_hi].
 
     `reach[k]` is the furthest x reached on diagonal k = x - y with d
     edits; a snapshot per d lets the path be traced back.  Returns whether
     the end was reached, the snapshots before the last step, and the end
-    or, past the edit budget, the point furthest along (x + y).
+    or, past `budget` edits, the point furthest along (x + y).
     """
     n, m = a_hi - a_lo, b_hi - b_lo
     reach = {1: 0}
     trace = []
-    for d in range(_edit_budget(n, m) + 1):
+    for d in range(budget + 1):
         for k in range(-d, d + 1, 2):
             if k == -d or (k != d and reach[k - 1] < reach[k + 1]):
                 x = reach[k + 1]
