@@ -56,8 +56,10 @@ other side's, the two are a conflict.  The exact rule:
   does not.  One side adding a section while the other deletes a different
   section merges cleanly.  A deletion that overlaps the other side's
   modification is a conflict, so no edit is ever dropped silently.
-* In a conflict block (style "merge"), lines both sides agree on at its
-  edges are moved out of it, as git's "zealous" merge does.
+* In a conflict (style "merge"), the lines both sides have in common,
+  by a diff of the two, are taken out of the block, which splits where
+  they are, as git's "zealous" merge does.  This shapes a conflict, never
+  decides one.
 
 Lines are split on "\\n" only (never on the other separators that
 `str.splitlines` honours) and keep their endings, so CRLF documents come
@@ -212,8 +214,8 @@ def _merge_lines(base: Sequence[str], ours: Sequence[str], theirs: Sequence[str]
 
     `markers` are the four marker lines (start, base, separator, end) that
     frame a conflict block; with a base marker of None the block leaves the
-    base lines out, and lines both sides agree on at its edges are moved
-    out of it (git's "zealous" merge).
+    base lines out, and the lines both sides have in common are taken out
+    of it (git's "zealous" merge).
     """
     start, middle, separator, end = markers
     text = list(filterfalse(str.isspace, base))
@@ -234,29 +236,27 @@ def _merge_lines(base: Sequence[str], ours: Sequence[str], theirs: Sequence[str]
         shift_o += cluster.growth[OURS]
         shift_t += cluster.growth[THEIRS]
         o_hi, t_hi = cluster.hi + shift_o, cluster.hi + shift_t
-        if cluster.sides == {OURS}:
+        if THEIRS not in cluster.sides:
             continue
         mine, yours = ours[o_lo:o_hi], theirs[t_lo:t_hi]
         if mine == yours:
             continue
         out += ours[copied:o_lo]
         copied = o_hi
-        if cluster.sides == {THEIRS}:
+        if OURS not in cluster.sides:
             out += yours
             continue
         had_conflict = True
-        agreed: Sequence[str] = []
-        if middle is None:
-            head = _common_length(mine, yours)
-            out += mine[:head]
-            mine, yours = mine[head:], yours[head:]
-            tail = _common_length(mine[::-1], yours[::-1])
-            agreed = mine[len(mine) - tail:]
-            mine, yours = mine[:len(mine) - tail], yours[:len(yours) - tail]
-        out += [start, *mine]
         if middle is not None:
-            out += [middle, *base[cluster.lo:cluster.hi]]
-        out += [separator, *yours, end, *agreed]
+            out += [start, *mine, middle, *base[cluster.lo:cluster.hi], separator, *yours, end]
+            continue
+        # Lines both sides have in common stay out of the block, which
+        # splits where they are (git's "zealous" merge refines it the same way).
+        m = 0
+        for m_lo, m_hi, y_lo, y_hi in get_hunks(mine, yours):
+            out += [*mine[m:m_lo], start, *mine[m_lo:m_hi], separator, *yours[y_lo:y_hi], end]
+            m = m_hi
+        out += mine[m:]
     out += ours[copied:]
     return out, had_conflict
 
@@ -300,13 +300,18 @@ def _changes(base: List[str], side: List[str], name: int, unique: set) -> List[_
     spans = _union(doubts)
     starts = [lo for lo, _ in spans]
     changes = []
+    last = len(hunks) - 1
     for k, hunk in enumerate(hunks):
-        lo, hi = _reach(base, side, hunks, k)
-        # Where two shortest diffs disagree, either could be what was meant.
-        d = bisect.bisect_right(starts, hunk[1]) - 1 if spans else -1
-        while d >= 0 and spans[d][1] >= hunk[0]:
-            lo, hi = min(lo, spans[d][0]), max(hi, spans[d][1])
-            d -= 1
+        lo, hi, _, _ = hunk
+        floor = hunks[k - 1][1] + 1 if k else 0  # stay apart from the neighbours
+        ceiling = hunks[k + 1][0] - 1 if k < last else len(base)
+        if floor < lo or hi < ceiling:
+            lo, hi = _reach(base, side, hunk, floor, ceiling)
+        if spans:  # where two shortest diffs disagree, either could be what was meant
+            d = bisect.bisect_right(starts, hunk[1]) - 1
+            while d >= 0 and spans[d][1] >= hunk[0]:
+                lo, hi = min(lo, spans[d][0]), max(hi, spans[d][1])
+                d -= 1
         changes.append(_Change(lo, hi, hunk, name))
     return changes
 
@@ -331,8 +336,7 @@ def _repeated(base: List[str], side: List[str], hunks: List[Hunk], unique: set) 
     boxes) is placed by the blank lines around it.
     """
     # At C speed first: most documents repeat no text line at all.
-    added = list(filterfalse(str.isspace, chain.from_iterable(side[b_lo:b_hi] for _, _, b_lo, b_hi in hunks)))
-    if unique and len(set(added)) == len(added) and unique.isdisjoint(added):
+    if unique and unique.isdisjoint(chain.from_iterable(side[b_lo:b_hi] for _, _, b_lo, b_hi in hunks)):
         return False
     base_counts, side_counts = Counter(base), Counter(side)
     for k, (a_lo, a_hi, b_lo, b_hi) in enumerate(hunks):
@@ -372,7 +376,12 @@ def _doubts_without_blanks(base: Sequence[str], side: Sequence[str]) -> List[Tup
     a, b = [base[i] for i in where_a], [side[j] for j in where_b]
     doubts: List[Tuple[int, int]] = []
     hunks = _compact(a, b, _hunks(_matching_blocks(a, b, doubts), len(a), len(b)))
-    doubts += [reach for k, hunk in enumerate(hunks) for reach in [_reach(a, b, hunks, k)] if reach != hunk[:2]]
+    for k, hunk in enumerate(hunks):
+        floor = hunks[k - 1][1] + 1 if k else 0
+        ceiling = hunks[k + 1][0] - 1 if k + 1 < len(hunks) else len(a)
+        reach = _reach(a, b, hunk, floor, ceiling)
+        if reach != hunk[:2]:
+            doubts.append(reach)
     where_a.append(len(base))  # each as wide as the blank lines around it allow
     return [(where_a[lo - 1] + 1 if lo else 0, where_a[hi]) for lo, hi in doubts]
 
@@ -389,7 +398,7 @@ def _hunks(blocks: List[Tuple[int, int, int]], a_hi: int, b_hi: int, a_lo: int =
     return hunks
 
 
-def _reach(a: Sequence, b: Sequence, hunks: List[Hunk], k: int) -> Tuple[int, int]:
+def _reach(a: Sequence, b: Sequence, hunk: Hunk, floor: int, ceiling: int) -> Tuple[int, int]:
     """The base range hunk k could cover under another diff with the same result.
 
     A block of deleted or inserted lines that meets a copy of itself can
@@ -397,15 +406,14 @@ def _reach(a: Sequence, b: Sequence, hunks: List[Hunk], k: int) -> Tuple[int, in
     line before or after its own.  The same holds for the last (or first)
     lines of either half of a replacement, which then splits in two.  Both
     sides' diffs are slid as far down as they go; this says how far each
-    hunk's lines could have gone either way, short of its neighbours.
+    hunk's lines could have gone either way, within a[floor:ceiling].
     """
-    a_lo, a_hi, b_lo, b_hi = hunks[k]
-    floor = hunks[k - 1][1] + 1 if k else 0
-    ceiling = hunks[k + 1][0] - 1 if k + 1 < len(hunks) else len(a)
+    a_lo, a_hi, b_lo, b_hi = hunk
     up = down = 0
-    if a_lo > floor:
+    # Lines can only slide past a neighbour they have a copy of.
+    if a_lo > floor and (a[a_lo - 1] in a[a_lo:a_hi] or a[a_lo - 1] in b[b_lo:b_hi]):
         up = max(_slide(a, a_lo, a_hi, a_lo - floor, up=True), _slide(b, b_lo, b_hi, a_lo - floor, up=True))
-    if a_hi < ceiling:
+    if a_hi < ceiling and (a[a_hi] in a[a_lo:a_hi] or a[a_hi] in b[b_lo:b_hi]):
         down = max(_slide(a, a_lo, a_hi, ceiling - a_hi), _slide(b, b_lo, b_hi, ceiling - a_hi))
     if (up or down) and _edited_in_place(a[a_lo:a_hi], b[b_lo:b_hi]):
         return a_lo, a_hi  # a ticked box among equal boxes is that box, ticked
@@ -425,11 +433,7 @@ def _slide(seq: List, lo: int, hi: int, limit: int, up: bool = False) -> int:
     A tail seq[j:hi] can move down by t when it starts like seq[hi:hi+t];
     a head seq[lo:j] can move up by t when it ends like seq[lo-t:lo].
     """
-    if lo == hi:
-        return 0
     edge = seq[lo - 1] if up else seq[hi]
-    if edge not in seq[lo:hi]:
-        return 0  # the usual answer, without raising below
     best, j = 0, lo
     while True:
         try:
@@ -453,24 +457,23 @@ def _compact(a: Sequence, b: Sequence, hunks: List[Hunk]) -> List[Hunk]:
     sides making the same change put it at the same place.  Hunks stay at
     least one equal line apart.
     """
-    joined: List[Hunk] = []
-    for a_lo, a_hi, b_lo, b_hi in hunks:
-        if joined and (a_lo == a_hi) != (b_lo == b_hi):
-            gap = a_lo - joined[-1][1]  # equal lines since the hunk before
-            seq, lo, hi = (b, b_lo, b_hi) if a_lo == a_hi else (a, a_lo, a_hi)
+    compacted: List[Hunk] = []
+    for k, hunk in enumerate(hunks):
+        a_lo, a_hi, b_lo, b_hi = hunk
+        if (a_lo == a_hi) == (b_lo == b_hi):
+            compacted.append(hunk)
+            continue
+        seq, lo, hi = (b, b_lo, b_hi) if a_lo == a_hi else (a, a_lo, a_hi)
+        if compacted:
+            gap = a_lo - compacted[-1][1]  # equal lines since the hunk before
             if _run_length(seq, seq, lo, hi, gap, backward=True) == gap:
-                p_lo, _, pb_lo, _ = joined.pop()
-                a_lo, a_hi, b_lo, b_hi = p_lo, a_hi - gap, pb_lo, b_hi - gap
-        joined.append((a_lo, a_hi, b_lo, b_hi))
-    slid = []
-    for k, (a_lo, a_hi, b_lo, b_hi) in enumerate(joined):
-        ceiling = joined[k + 1][0] - 1 if k + 1 < len(joined) else len(a)
-        if (a_lo == a_hi) != (b_lo == b_hi):
-            seq, lo, hi = (b, b_lo, b_hi) if a_lo == a_hi else (a, a_lo, a_hi)
-            down = _run_length(seq, seq, lo, hi, ceiling - a_hi)
-            a_lo, a_hi, b_lo, b_hi = a_lo + down, a_hi + down, b_lo + down, b_hi + down
-        slid.append((a_lo, a_hi, b_lo, b_hi))
-    return slid
+                p_lo, _, pb_lo, _ = compacted.pop()
+                compacted.append((p_lo, a_hi - gap, pb_lo, b_hi - gap))
+                continue
+        ceiling = hunks[k + 1][0] - 1 if k + 1 < len(hunks) else len(a)
+        down = _run_length(seq, seq, lo, hi, ceiling - a_hi)
+        compacted.append((a_lo + down, a_hi + down, b_lo + down, b_hi + down))
+    return compacted
 
 
 class _Firmness:
@@ -503,29 +506,28 @@ def _clusters(changes: List[_Change], firm) -> Iterator[_Cluster]:
     starts, so the ones it could collide with are the group's last and its
     furthest-reaching change of the other side.
     """
-    group: Optional[_Cluster] = None
+    lo = hi = -1  # the current group's base range; -1: no group yet
+    sides: set = set()
+    growth = [0, 0]
     last: List[Optional[_Change]] = [None, None]
     widest: List[Optional[_Change]] = [None, None]  # the one reaching furthest down
     for change in changes:
         a_lo, a_hi, b_lo, b_hi = change.hunk
         side, other = change.side, 1 - change.side
-        joins = group is not None and (
-            a_lo < group.hi  # its lines lie inside the group
-            or (last[other] is not None and _collide(change, last[other], firm))
-            or (widest[other] is not None and _collide(change, widest[other], firm)))
-        if not joins:
-            if group:
-                yield group
-            group, last, widest = _Cluster(a_lo, a_hi, set(), [0, 0]), [None, None], [None, None]
-        elif a_lo < group.lo or a_hi > group.hi:
-            group = _Cluster(min(group.lo, a_lo), max(group.hi, a_hi), group.sides, group.growth)
-        group.sides.add(side)
-        group.growth[side] += (b_hi - b_lo) - (a_hi - a_lo)
+        if not (a_lo < hi  # its lines lie inside the group
+                or (last[other] is not None  # widest[other] is set with it
+                    and (_collide(change, last[other], firm) or _collide(change, widest[other], firm)))):
+            if sides:
+                yield _Cluster(lo, hi, sides, growth)
+            lo, hi, sides, growth, last, widest = a_lo, a_hi, set(), [0, 0], [None, None], [None, None]
+        lo, hi = min(lo, a_lo), max(hi, a_hi)
+        sides.add(side)
+        growth[side] += (b_hi - b_lo) - (a_hi - a_lo)
         last[side] = change
         if widest[side] is None or change.reach_hi > widest[side].reach_hi:
             widest[side] = change
-    if group:
-        yield group
+    if sides:
+        yield _Cluster(lo, hi, sides, growth)
 
 
 def _collide(h: _Change, g: _Change, firm) -> bool:
@@ -559,11 +561,6 @@ def _unanchored(h: _Change, g: _Change) -> bool:
     the text h added after (or before) them may have lost its place."""
     a_lo, a_hi, b_lo, b_hi = g.hunk
     return h.insertion and b_hi - b_lo < a_hi - a_lo
-
-
-def _common_length(a: Sequence, b: Sequence) -> int:
-    """How many elements a and b share at their start."""
-    return _run_length(a, b, 0, 0, min(len(a), len(b)))
 
 
 # ------------------------------------------------------------ two-way diff
@@ -861,6 +858,8 @@ def _myers_search(a: Sequence, b: Sequence, a_lo: int, a_hi: int, b_lo: int, b_h
     trace.pop()  # the last snapshot is where the path ends, not one before it
     x, k = max((reach[k] * 2 - k, k) for k in range(-d, d + 1, 2) if reach[k] <= n and reach[k] - k <= m)
     return False, trace, (x + k) // 2, (x - k) // 2
+
+
 def _trace_back(trace: List[array.array], x: int, y: int, a_lo: int, b_lo: int):
     """Walk a Myers search back from (x, y), collecting its diagonal runs."""
     blocks = []

@@ -1,4 +1,5 @@
 import random
+import re
 from collections import Counter
 import subprocess
 import sys
@@ -162,8 +163,8 @@ def test_gap_of_few_distinct_lines_merges_finely():
 
 def test_gap_beyond_edit_budget_stays_local():
     # Ours re-ticks a checklist at random: past the edit budget the search
-    # restarts from its furthest point, so theirs' one change stays a small
-    # block (it was one whole-document block before) and nothing is lost.
+    # restarts from its furthest point, so theirs' one change stays in a
+    # small conflict (it was one whole-document block) and nothing is lost.
     rng = random.Random(5)
     boxes = ["- [ ] todo\n", "- [x] todo\n"]
     base = [rng.choice(boxes) for _ in range(1000)]
@@ -171,12 +172,11 @@ def test_gap_beyond_edit_budget_stays_local():
     theirs = base[:500] + ["mid\n"] + base[501:]
     assert diff3("".join(base), "".join(ours), "".join(base)) == ("".join(ours), False)
     merged, conflict = diff3("".join(base), "".join(ours), "".join(theirs))
-    assert conflict and merged.count(C) == 1
-    head, rest = merged.split(C)
-    our_part, rest = rest.split(S)
-    their_part, tail = rest.split(E)
-    assert head + our_part + tail == "".join(ours) and "mid\n" in their_part
-    assert len(our_part.splitlines()) + len(their_part.splitlines()) < 200  # of 2000
+    assert conflict
+    kept_ours = re.sub(f"{S}.*?{E}", "", merged.replace(C, ""), flags=re.S)
+    assert kept_ours == "".join(ours) and "mid\n" in merged
+    first, last = merged.index(C), merged.rindex(E)
+    assert merged[first:last].count("\n") < 200  # of the 2000 lines ours and theirs hold
 
 
 def test_budget_fallback_blocks_are_a_valid_diff():
