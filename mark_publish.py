@@ -28,8 +28,8 @@ conflict is returned as it is.  With `on_conflict="merge"` the loop in
 3. `diff3(base, ours, theirs)`.  Clean: PUBLISH the merge against that
    version.  Overlapping edits: publish nothing and return `status:
    conflict, mergeable: false` with the marked body for a person or an LLM.
-4. If that PUBLISH conflicts too (yet another writer), go back to 2, at most
-   `max_retries` times, then return `reason: contention`.
+4. If that PUBLISH conflicts too (yet another writer), go back to 2: at
+   most `max_retries` attempts in all, then return `reason: contention`.
 
 Every path either publishes a body holding the caller's edits or publishes
 nothing and says so: a body is never silently dropped.
@@ -41,16 +41,20 @@ file needs `requests` and `diff3.py` beside it; vendor the two together.
 """
 
 import argparse
+import hashlib
 import ipaddress
 import os
 import re
 import sys
+import time
 from collections import OrderedDict
 from dataclasses import dataclass, fields
 from typing import Dict, NamedTuple, Optional, Sequence
 from urllib.parse import quote, urlsplit
 
 import requests
+from urllib3 import exceptions as urllib3_exceptions
+from urllib3.exceptions import NewConnectionError
 
 from diff3 import diff3
 
@@ -83,6 +87,10 @@ MARK_PUBLISH_TOOL = {
 }
 
 DEFAULT_TIMEOUT = 10.0
+# The most a server may send back: twice the largest document a Mark server
+# accepts (10 MiB), with room for metadata.  Anything larger is refused
+# while it arrives, never held whole.
+MAX_RESPONSE_BYTES = 24 * 1024 * 1024
 _CACHED_VERSIONS = 64  # immutable versions kept per client
 
 
@@ -152,6 +160,7 @@ class MarkClient:
         timeout: float = DEFAULT_TIMEOUT,
         session: Optional[requests.Session] = None,
         allow_insecure_http: bool = False,
+        proxies: Optional[Dict[str, str]] = None,
     ):
         if not isinstance(base_url, str):
             raise TypeError(f"base_url must be str, not {type(base_url).__name__}")
@@ -160,7 +169,7 @@ class MarkClient:
             raise ValueError(f"base_url must be an http:// or https:// URL with a host, not {base_url!r}")
         if parts.query or parts.fragment or parts.username or parts.password:
             raise ValueError("base_url must not carry a query, fragment or credentials")
-        if token is not None and (not isinstance(token, str) or not token):
+        if token is not None and (not isinstance(token, str) or not token.strip()):
             raise TypeError("token must be a non-empty str or None")
         if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
             raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}")
@@ -172,7 +181,14 @@ class MarkClient:
         self.base_url = base_url.rstrip("/")
         self.timeout = timeout
         self._token = token
-        self._session = session or requests.Session()
+        if session is None:
+            # Proxies come from the caller, never from HTTP_PROXY and the
+            # like: a proxy would see the token, which travels in the body.
+            session = requests.Session()
+            session.trust_env = False
+        if proxies is not None:
+            session.proxies.update(proxies)
+        self._session = session
         self._versions: "OrderedDict[tuple, MarkResponse]" = OrderedDict()
 
     def __repr__(self) -> str:
@@ -205,17 +221,37 @@ class MarkClient:
 
     def publish(self, path: str, body: str, expected_version: Optional[int] = None,
                 metadata: Optional[Dict[str, str]] = None) -> MarkResponse:
-        """PUBLISH `body`; `expected_version` guards against overwriting newer writes."""
-        metadata = dict(metadata or {})
+        """PUBLISH `body`; `expected_version` guards against overwriting newer writes.
+
+        If the answer is lost after the request went out, version
+        `expected_version + 1` is read back: when it is this body, the
+        publish landed and "created" is returned; otherwise MarkError says
+        the write may have landed.
+        """
+        sent = dict(metadata or {})
         if expected_version is not None:
             _check_int("expected_version", expected_version, minimum=0)
-            metadata["expected-version"] = str(expected_version)
-        return self.request("PUBLISH", path, metadata, body)
+            sent["expected-version"] = str(expected_version)
+        try:
+            return self.request("PUBLISH", path, sent, body)
+        except _AnswerLost as lost:
+            return self._landed(lost, path, expected_version, lambda old: {body},
+                                dict(metadata or {}))
 
     def append(self, path: str, text: str, expected_version: int) -> MarkResponse:
-        """APPEND `text` after the current version, which must be `expected_version`."""
+        """APPEND `text` after the current version, which must be `expected_version`.
+
+        A lost answer is checked like a publish's: is version
+        `expected_version + 1` the previous one with `text` appended?
+        """
         _check_int("expected_version", expected_version, minimum=1)
-        return self.request("APPEND", path, {"expected-version": str(expected_version)}, text)
+        try:
+            return self.request("APPEND", path, {"expected-version": str(expected_version)}, text)
+        except _AnswerLost as lost:
+            # The binding joins with a newline only where the old text lacks
+            # one; older reference servers always added one.
+            return self._landed(lost, path, expected_version,
+                                lambda old: {_appended(old, text), old + "\n" + text}, {})
 
     def versions(self, path: str) -> MarkResponse:
         """VERSIONS: `total`, `current` and `chain-valid` of a document."""
@@ -223,7 +259,11 @@ class MarkClient:
 
     def request(self, verb: str, path: str, metadata: Optional[Dict[str, str]] = None,
                 body: str = "") -> MarkResponse:
-        """Send any Mark request; the token is added as `auth` metadata."""
+        """Send any Mark request; the token is added as `auth` metadata.
+
+        `timeout` is the deadline for the whole exchange.  Redirects are
+        never followed: any answer but HTTP 200 is a transport failure.
+        """
         _check_path(path)
         _check_body(body)
         metadata = dict(metadata or {})
@@ -231,20 +271,92 @@ class MarkClient:
             metadata["auth"] = self._token
         payload = write_frontmatter(metadata) if (metadata or body) else ""
         url = self.base_url + quote(path, safe="/")
+        deadline = time.monotonic() + self.timeout
         try:
             http = self._session.request(
                 verb, url, data=(payload + body).encode("utf-8"), timeout=self.timeout,
-                headers={"Content-Type": "text/markdown; charset=utf-8"},
+                allow_redirects=False, stream=True,
+                headers={"Content-Type": "text/markdown; charset=utf-8", "Accept-Encoding": "identity"},
             )
         except requests.RequestException as error:
-            raise MarkError("transport", f"{verb} {url} failed: {type(error).__name__}") from None
-        if http.status_code != 200:
-            raise MarkError("transport", f"HTTP {http.status_code} from {verb} {url}: not a Mark server?")
+            failure = f"{verb} {url} failed: {type(error).__name__}"
+            raise (MarkError if _never_sent(error) else _AnswerLost)("transport", failure) from None
+        with http:
+            data = _read_answer(http, f"{verb} {url}", deadline)
         try:
-            metadata, body = read_frontmatter(http.content.decode("utf-8"))
-            return MarkResponse(metadata.pop("status"), metadata, body)
+            metadata, body = read_frontmatter(data.decode("utf-8"))
+            status = metadata.pop("status")
         except (UnicodeDecodeError, ValueError, KeyError):
-            raise MarkError("transport", f"HTTP 200 from {verb} {url} is not a Mark response") from None
+            raise _AnswerLost("transport", f"HTTP 200 from {verb} {url} is not a Mark response") from None
+        digest = metadata.get("content-hash")
+        if digest is not None and digest != "sha256-" + hashlib.sha256(body.encode("utf-8")).hexdigest():
+            raise MarkError("transport", f"{verb} {url}: the body does not match its content-hash")
+        return MarkResponse(status, metadata, body)
+
+    def _landed(self, lost: "_AnswerLost", path: str, expected_version: Optional[int],
+                bodies, metadata: Dict[str, str]) -> MarkResponse:
+        """After a lost answer: "created" if version expected + 1 holds one of
+        `bodies(previous body)` with `metadata`, else MarkError."""
+        may_have = MarkError("transport", f"{lost.message}; the write may have landed: "
+                                          f"fetch {path} before retrying")
+        if expected_version is None:
+            raise may_have from None
+        try:
+            old = self.fetch(path, version=expected_version).body if expected_version else ""
+            new = self.fetch(path, version=expected_version + 1)
+        except MarkError:
+            raise may_have from None
+        if new.status != "ok" or new.body not in bodies(old) or any(
+                new.metadata.get(key, value) != value for key, value in metadata.items()):
+            raise may_have from None
+        return MarkResponse("created", {**new.metadata, "version": str(expected_version + 1)}, "")
+
+
+class _AnswerLost(MarkError):
+    """A transport failure after the request went out: a write may have landed."""
+
+
+def _never_sent(error: requests.RequestException) -> bool:
+    """Whether a request failed before any byte of it could reach the server."""
+    if isinstance(error, requests.ConnectTimeout):
+        return True
+    reason = getattr(error.args[0] if error.args else None, "reason", None)
+    return isinstance(error, requests.ConnectionError) and isinstance(reason, NewConnectionError)
+
+
+def _read_answer(http: requests.Response, doing: str, deadline: float) -> bytes:
+    """The body of an HTTP 200 answer, read by the deadline, within MAX_RESPONSE_BYTES."""
+    if http.status_code != 200:
+        raise _AnswerLost("transport", f"HTTP {http.status_code} from {doing}: not a Mark server? "
+                                       "(redirects are not followed)")
+    if http.headers.get("Content-Encoding", "identity").lower() != "identity":
+        raise _AnswerLost("transport", f"{doing}: the answer came compressed; Mark answers are not")
+    announced = http.headers.get("Content-Length")
+    if announced is not None and not _is_digits(announced):
+        raise _AnswerLost("transport", f"{doing}: bad Content-Length {announced!r}")
+    if announced is not None and int(announced) > MAX_RESPONSE_BYTES:
+        raise _AnswerLost("transport", f"{doing}: the answer is larger than {MAX_RESPONSE_BYTES} bytes")
+    chunks, size = [], 0
+    try:
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise _AnswerLost("transport", f"{doing}: no whole answer within the timeout")
+            connection = http.raw.connection
+            if connection is not None and connection.sock is not None:
+                connection.sock.settimeout(remaining)  # each wait ends by the deadline
+            chunk = http.raw.read1(65536)
+            if not chunk:
+                break
+            size += len(chunk)
+            if size > MAX_RESPONSE_BYTES:
+                raise _AnswerLost("transport", f"{doing}: the answer is larger than {MAX_RESPONSE_BYTES} bytes")
+            chunks.append(chunk)
+    except (OSError, urllib3_exceptions.HTTPError) as error:
+        raise _AnswerLost("transport", f"{doing}: the answer was cut off ({type(error).__name__})") from None
+    if announced is not None and size != int(announced):
+        raise _AnswerLost("transport", f"{doing}: the answer was cut off ({size} of {announced} bytes)")
+    return b"".join(chunks)
 
 
 def mark_publish(
@@ -269,6 +381,11 @@ def mark_publish(
     if response.status != "conflict":
         raise MarkError.from_response(response, f"PUBLISH {path}")
     if on_conflict == "fail":
+        # A retry of a publish that landed conflicts with itself: the
+        # current version is then this very body, and nothing is left to do.
+        latest = client.fetch(path)
+        if latest.status == "ok" and latest.body == body:
+            return PublishResult("ok", version=_version(latest, "version"), merged=False)
         return PublishResult("conflict", your_version=expected_version,
                              current_version=_version(response, "server-version"))
     return merge_and_publish(client, path, body, expected_version, max_retries, metadata)
@@ -282,11 +399,23 @@ def merge_and_publish(
     max_retries: int = 3,
     metadata: Optional[Dict[str, str]] = None,
 ) -> PublishResult:
-    """Merge `ours` (edited from `expected_version`) onto the latest version and publish it."""
+    """Merge `ours` (edited from `expected_version`) onto the latest version and publish it.
+
+    When that version is gone (never was, or dropped by the server's
+    retention), returns `status: conflict, reason: base-unavailable`: fetch
+    the document and redo the edit.
+    """
     _check_publish(path, ours, expected_version, max_retries)
     base = ""
     if expected_version:
         response = client.fetch(path, version=expected_version)
+        if response.status == "not-found":  # never was, or the server let it go
+            latest = client.fetch(path)
+            if latest.status != "ok":
+                raise MarkError.from_response(latest, f"FETCH {path}")
+            return PublishResult("conflict", your_version=expected_version,
+                                 current_version=_version(latest, "version"), mergeable=False,
+                                 reason="base-unavailable")
         if response.status != "ok":
             raise MarkError.from_response(response, f"FETCH {path}/v{expected_version}")
         base = response.body
@@ -296,6 +425,8 @@ def merge_and_publish(
         if latest.status != "ok":
             raise MarkError.from_response(latest, f"FETCH {path}")
         their_version = _version(latest, "version")
+        if latest.body == ours:  # already there: a retry of a publish that landed
+            return PublishResult("ok", version=their_version, merged=False)
         merged, had_conflict = diff3(base, ours, latest.body)
         if had_conflict:
             return PublishResult("conflict", your_version=expected_version,
@@ -494,11 +625,21 @@ def _check_publish(path, body, expected_version, max_retries) -> None:
 
 
 def _version(response: MarkResponse, key: str) -> int:
-    try:
-        return int(response.metadata[key])
-    except (KeyError, ValueError):
-        raise MarkError("transport", f"Mark response {response.status!r} lacks an integer {key!r}",
-                        response.metadata) from None
+    value = response.metadata.get(key, "")
+    if not _is_digits(value):
+        raise MarkError("transport", f"Mark response {response.status!r} lacks a version number {key!r}",
+                        response.metadata)
+    return int(value)
+
+
+def _is_digits(text: str) -> bool:
+    """ASCII digits only: no sign, space, underscore or other script's digits."""
+    return bool(text) and text.isascii() and text.isdigit()
+
+
+def _appended(old: str, text: str) -> str:
+    """What APPEND makes of `old`: a newline only where it lacks one, then `text`."""
+    return old + ("" if old.endswith("\n") else "\n") + text
 
 
 # --------------------------------------------------------------------- CLI

@@ -124,14 +124,14 @@ def test_stress_nothing_lost_silently(server, capsys):
     assert client(server).versions(PATH).metadata["chain-valid"] == "true"
 
 
-def test_fail_mode_is_one_publish(server):
+def test_fail_mode_is_one_publish_and_a_fetch(server):
     seed(server, ["A"])
     client(server).publish(PATH, "someone else\n", expected_version=1)
     session = requests.Session()
     sent = []
     session.hooks["response"].append(lambda response, *a, **k: sent.append(response.request.method))
     result = mark_publish(client(server, session=session), PATH, "mine\n", 1)
-    assert (result.status, result.current_version, result.merged, sent) == ("conflict", 2, None, ["PUBLISH"])
+    assert (result.status, result.current_version, result.merged, sent) == ("conflict", 2, None, ["PUBLISH", "FETCH"])
 
 
 def test_concurrent_appends_serialize(server):

@@ -123,12 +123,25 @@ def test_expected_version_zero_against_existing_document(server, client):
     assert res.status == "conflict" and res.mergeable is False and "<<<<<<< ours\n" in res.body
 
 
-def test_fail_mode_sends_exactly_one_request(server, client):
+def test_fail_mode_reads_the_current_version_and_publishes_nothing_more(server, client):
     add(server, "PUBLISH", "/p", conflict(5, 6))
+    add(server, "FETCH", "/p", mark("ok", THEIRS, version=6))
     res = mark_publish(client, "/p", OURS, 5)
-    assert len(server.calls) == 1
+    assert [(verb, path) for verb, path, _, _ in sent(server)] == [("PUBLISH", "/p"), ("FETCH", "/p")]
     assert res == PublishResult("conflict", your_version=5, current_version=6)
     assert res.to_text() == "status: conflict\nyour-version: 5\ncurrent-version: 6\n"
+
+
+@pytest.mark.parametrize("mode", ["fail", "merge"])
+def test_conflict_with_own_landed_body_is_ok(server, client, mode):
+    # A retry of a publish whose answer was lost: the server holds this body already.
+    add(server, "PUBLISH", "/p", conflict(5, 6))
+    if mode == "merge":
+        add(server, "FETCH", "/p/v5", mark("ok", BASE, version=5))
+    add(server, "FETCH", "/p", mark("ok", OURS, version=6))
+    res = mark_publish(client, "/p", OURS, 5, on_conflict=mode)
+    assert res == PublishResult("ok", version=6, merged=False)
+    assert [verb for verb, *_ in sent(server)].count("PUBLISH") == 1
 
 
 @pytest.mark.parametrize("status", ["created", "ok"])
@@ -259,11 +272,14 @@ def test_error_status_mid_loop_raises_and_publishes_nothing_more(server, client,
     assert [c[0] for c in sent(server)].count("PUBLISH") == 1
 
 
-def test_missing_base_version_raises(server, client):
+def test_missing_base_version_is_a_structured_conflict(server, client):
     add(server, "PUBLISH", "/p", conflict(5, 6))
     add(server, "FETCH", "/p/v5", mark("not-found", "\n# Not found\n\n/p/v5 not found\n"))
-    with pytest.raises(MarkError, match="not-found"):
-        mark_publish(client, "/p", OURS, 5, on_conflict="merge")
+    add(server, "FETCH", "/p", mark("ok", THEIRS, version=6))
+    res = mark_publish(client, "/p", OURS, 5, on_conflict="merge")
+    assert res.to_text() == ("status: conflict\nyour-version: 5\ncurrent-version: 6\n"
+                             "mergeable: false\nreason: base-unavailable\n")
+    assert [verb for verb, *_ in sent(server)].count("PUBLISH") == 1
 
 
 def test_merge_publish_rejected(server, client):
@@ -398,6 +414,7 @@ def test_cli_merge(server, monkeypatch, capsysbinary, tmp_path):
 def test_cli_conflict_from_stdin(server, monkeypatch, capsysbinary):
     monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(OURS.encode())))
     add(server, "PUBLISH", "/p", conflict(5, 6))
+    add(server, "FETCH", "/p", mark("ok", THEIRS, version=6))
     assert mp.main(["--server", URL, "/p", "--expected-version", "5"]) == 1
     assert capsysbinary.readouterr().out == b"status: conflict\nyour-version: 5\ncurrent-version: 6\n"
 

@@ -1,0 +1,309 @@
+"""mark_publish.py against servers that misbehave on purpose: raw sockets on 127.0.0.1.
+
+Each case is a server that answers wrongly (redirects, trickles, floods,
+compresses, cuts off, lies about its content-hash) or a relay in front of
+the real reference server that swallows an answer after the write landed.
+"""
+
+import gzip
+import hashlib
+import socket
+import threading
+import time
+
+import pytest
+import responses
+
+import mark_publish as mp
+from mark_publish import MarkClient, MarkError, mark_append, mark_publish
+from mark_server import serve
+
+TOKEN = "hostile-test-token"
+
+
+class RawServer:
+    """Accepts connections on 127.0.0.1 and hands each to `answer(conn, request)`.
+
+    `request` is the whole HTTP request as bytes; every connection is
+    counted, so a test can tell that nobody reached this server.
+    """
+
+    def __init__(self, answer):
+        self.answer = answer
+        self.connections = 0
+        self.requests = []
+        self._closing = False
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self._listener.getsockname()[1]}"
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def _serve(self):
+        while True:
+            conn, _ = self._listener.accept()
+            if self._closing:
+                conn.close()
+                return
+            self.connections += 1
+            with conn:
+                request = read_request(conn)
+                self.requests.append(request)
+                try:
+                    self.answer(conn, request)
+                except OSError:
+                    pass  # the client gave up first, as it should
+
+    def close(self):
+        self._closing = True
+        socket.create_connection(self._listener.getsockname()).close()  # wakes accept()
+        self._thread.join()
+        self._listener.close()
+
+
+def read_request(conn) -> bytes:
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = conn.recv(65536)
+        if not chunk:
+            return data
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n")
+                   if line.lower().startswith(b"content-length:")), 0)
+    while len(body) < length:
+        chunk = conn.recv(65536)
+        if not chunk:
+            break
+        body += chunk
+    return head + b"\r\n\r\n" + body
+
+
+def mark_answer(body: str = "", **metadata) -> bytes:
+    metadata.setdefault("status", "ok")
+    lines = "".join(f'{key}: "{value}"\n' for key, value in sorted(metadata.items()))
+    return f"---\n{lines}---\n{body}".encode()
+
+
+def http(payload: bytes, status: str = "200 OK", headers: str = "", length=None) -> bytes:
+    length = len(payload) if length is None else length
+    return (f"HTTP/1.1 {status}\r\nContent-Type: text/markdown; charset=utf-8\r\n{headers}"
+            f"Content-Length: {length}\r\nConnection: close\r\n\r\n").encode() + payload
+
+
+@pytest.fixture
+def raw():
+    servers = []
+
+    def start(answer):
+        servers.append(RawServer(answer))
+        return servers[-1]
+
+    yield start
+    for server in servers:
+        server.close()
+
+
+# ------------------------------------------------------------ redirects, proxies
+
+@pytest.mark.parametrize("code", [301, 302, 303, 307, 308])
+def test_redirects_are_never_followed(raw, code):
+    elsewhere = raw(lambda conn, request: conn.sendall(http(mark_answer(version=1))))
+    redirecting = raw(lambda conn, request: conn.sendall(
+        http(b"", f"{code} Moved", f"Location: {elsewhere.url}/p\r\n")))
+    client = MarkClient(redirecting.url, token=TOKEN, timeout=5)
+    with pytest.raises(MarkError) as caught:
+        mark_publish(client, "/p", "body\n", 0)
+    assert caught.value.status == "transport" and f"HTTP {code}" in caught.value.message
+    assert elsewhere.connections == 0
+    assert TOKEN not in str(caught.value)
+
+
+@pytest.mark.parametrize("variable", ["HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"])
+def test_proxies_are_not_taken_from_the_environment(raw, monkeypatch, variable):
+    proxy = raw(lambda conn, request: conn.sendall(http(b"", "502 Bad Gateway")))
+    server = raw(lambda conn, request: conn.sendall(http(mark_answer("hello\n", version=1))))
+    monkeypatch.setenv(variable, proxy.url)
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    assert MarkClient(server.url, token=TOKEN).fetch("/p").body == "hello\n"
+    assert proxy.connections == 0
+
+
+def test_proxies_given_by_the_caller_are_used(raw):
+    proxy = raw(lambda conn, request: conn.sendall(http(mark_answer("via proxy\n", version=1))))
+    client = MarkClient("http://127.0.0.1:9", proxies={"http": proxy.url})
+    assert client.fetch("/p").body == "via proxy\n"
+    assert proxy.requests[0].startswith(b"FETCH http://127.0.0.1:9/p ")
+
+
+# ------------------------------------------------------------ deadline and size
+
+def test_timeout_is_a_deadline_for_a_trickling_answer(raw):
+    def trickle(conn, request):
+        conn.sendall(http(b"", length=1000))  # the head; the body comes a byte at a time
+        for _ in range(40):  # bounded: 40 bytes, one every 0.25 s
+            conn.sendall(b"x")
+            time.sleep(0.25)
+
+    server = raw(trickle)
+    client = MarkClient(server.url, timeout=1.0)
+    start = time.monotonic()
+    with pytest.raises(MarkError, match="within the timeout"):
+        client.fetch("/p")
+    assert time.monotonic() - start < 2.5  # the deadline, not 40 reads of 1 s each
+
+
+def test_oversized_answer_is_refused_from_its_length(raw):
+    server = raw(lambda conn, request: conn.sendall(http(b"", length=mp.MAX_RESPONSE_BYTES + 1)))
+    with pytest.raises(MarkError, match="larger than"):
+        MarkClient(server.url).fetch("/p")
+
+
+def test_oversized_answer_without_length_is_refused_while_it_arrives(raw):
+    def flood(conn, request):
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/markdown\r\nConnection: close\r\n\r\n")
+        chunk = b"x" * (1 << 20)
+        for _ in range(mp.MAX_RESPONSE_BYTES // len(chunk) + 4):  # bounded: a little past the cap
+            conn.sendall(chunk)
+
+    server = raw(flood)
+    with pytest.raises(MarkError, match="larger than"):
+        MarkClient(server.url).fetch("/p")
+
+
+def test_compressed_answer_is_refused(raw):
+    bomb = gzip.compress(b"x" * (50 << 20))  # 50 MiB that would unpack from about 50 KiB
+    server = raw(lambda conn, request: conn.sendall(http(bomb, headers="Content-Encoding: gzip\r\n")))
+    with pytest.raises(MarkError, match="compressed"):
+        MarkClient(server.url).fetch("/p")
+    assert b"accept-encoding: identity" in server.requests[0].lower()
+
+
+# ------------------------------------------------------------ bodies that lie
+
+def test_cut_off_fetch_is_never_merged_or_published(raw):
+    full = mark_answer("".join(f"line {n}\n" for n in range(100)), version=2)
+
+    def answer(conn, request):
+        if request.startswith(b"PUBLISH"):
+            conn.sendall(http(mark_answer(status="conflict", **{"server-version": 2, "your-version": 1})))
+        elif request.startswith(b"FETCH /p/v1"):
+            conn.sendall(http(mark_answer("line 0\n", version=1)))
+        else:  # the latest version, announced whole but sent in part
+            conn.sendall(http(full[:len(full) // 2], length=len(full)))
+
+    server = raw(answer)
+    with pytest.raises(MarkError, match="cut off"):
+        mark_publish(MarkClient(server.url, token=TOKEN), "/p", "line 0\nmine\n", 1, on_conflict="merge")
+    assert [r.split(b" ")[0] for r in server.requests].count(b"PUBLISH") == 1
+
+
+def test_content_hash_is_verified(raw):
+    body = "# Hello\n"
+    good = "sha256-" + hashlib.sha256(body.encode()).hexdigest()
+    answers = iter([mark_answer(body, version=1, **{"content-hash": good}),
+                    mark_answer(body + "tampered\n", version=1, **{"content-hash": good})])
+    server = raw(lambda conn, request: conn.sendall(http(next(answers))))
+    client = MarkClient(server.url)
+    assert client.fetch("/p").body == body
+    with pytest.raises(MarkError, match="content-hash"):
+        client.fetch("/p")
+
+
+@pytest.mark.parametrize("version", [" 7", "+7", "1_0", "-1", "٣", "²", "7 ", ""])
+def test_only_ascii_digits_are_a_version(version):
+    with responses.RequestsMock() as mock:
+        mock.add("PUBLISH", "http://127.0.0.1:6309/p", body=f'---\nstatus: created\nversion: "{version}"\n---\n')
+        with pytest.raises(MarkError, match="version"):
+            mark_publish(MarkClient("http://127.0.0.1:6309", token=TOKEN), "/p", "x\n", 0)
+
+
+# ------------------------------------------------------------ lost answers
+
+class Relay:
+    """Forwards HTTP requests to `upstream` one connection each, and swallows the
+    answers of the requests `drop(request)` picks: the write lands, its answer is lost."""
+
+    def __init__(self, upstream: str, drop, before=lambda request: None):
+        host, port = upstream.rsplit("/", 1)[-1].split(":")
+        self.address = (host, int(port))
+        self.dropped = 0
+
+        def answer(conn, request):
+            before(request)
+            with socket.create_connection(self.address) as up:
+                up.sendall(request.replace(b"keep-alive", b"close"))
+                response = b""
+                while chunk := up.recv(65536):
+                    response += chunk
+            if drop(request):
+                self.dropped += 1
+                return  # close without a byte of the answer
+            conn.sendall(response)
+
+        self.server = RawServer(answer)
+        self.url = self.server.url
+
+
+@pytest.fixture
+def store(tmp_path):
+    with serve(tmp_path / "store", token=TOKEN, log=None) as running:
+        yield running
+
+
+def test_publish_whose_answer_is_lost_reports_the_version_it_landed_as(store):
+    direct = MarkClient(store.url, token=TOKEN)
+    assert direct.publish("/p.md", "one\n", 0).status == "created"
+    relay = Relay(store.url, drop=lambda request: request.startswith(b"PUBLISH"))
+    try:
+        result = mark_publish(MarkClient(relay.url, token=TOKEN), "/p.md", "two\n", 1)
+        assert (result.status, result.version, relay.dropped) == ("ok", 2, 1)
+        # Retrying the same call after its answer was lost: no second version.
+        again = mark_publish(MarkClient(store.url, token=TOKEN), "/p.md", "two\n", 1, on_conflict="merge")
+        assert (again.status, again.version) == ("ok", 2)
+        assert direct.versions("/p.md").metadata["total"] == "2"
+    finally:
+        relay.server.close()
+
+
+def test_append_whose_answer_is_lost_is_not_appended_twice(store):
+    direct = MarkClient(store.url, token=TOKEN)
+    direct.publish("/log.md", "first\n", 0)
+    relay = Relay(store.url, drop=lambda request: request.startswith(b"APPEND"))
+    try:
+        result = mark_append(MarkClient(relay.url, token=TOKEN), "/log.md", "second\n", 1)
+        assert (result.status, result.version) == ("ok", 2)
+        assert direct.versions("/log.md").metadata["total"] == "2"
+    finally:
+        relay.server.close()
+
+
+def test_lost_answer_of_a_write_that_did_not_land_says_to_fetch(store):
+    direct = MarkClient(store.url, token=TOKEN)
+    direct.publish("/p.md", "one\n", 0)
+
+    def someone_else_first(request):
+        if request.startswith(b"PUBLISH"):
+            direct.publish("/p.md", "theirs\n", 1)  # v2 is another writer's before ours arrives
+
+    relay = Relay(store.url, drop=lambda request: request.startswith(b"PUBLISH"), before=someone_else_first)
+    try:
+        with pytest.raises(MarkError, match="may have landed: fetch /p.md before retrying") as caught:
+            MarkClient(relay.url, token=TOKEN).publish("/p.md", "mine\n", 1)
+        assert TOKEN not in str(caught.value)
+    finally:
+        relay.server.close()
+
+
+def test_refused_connection_is_plain_transport_error():
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    with pytest.raises(MarkError) as caught:
+        MarkClient(f"http://127.0.0.1:{port}", token=TOKEN, timeout=2).publish("/p", "x\n", 0)
+    assert "may have landed" not in caught.value.message
+
+
+def test_blank_token_is_refused():
+    with pytest.raises(TypeError, match="token"):
+        MarkClient("http://127.0.0.1:6309", token=" ")
