@@ -46,6 +46,7 @@ import ipaddress
 import os
 import re
 import sys
+import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, fields
@@ -181,15 +182,19 @@ class MarkClient:
         self.base_url = base_url.rstrip("/")
         self.timeout = timeout
         self._token = token
-        if session is None:
-            # Proxies come from the caller, never from HTTP_PROXY and the
-            # like: a proxy would see the token, which travels in the body.
-            session = requests.Session()
-            session.trust_env = False
-        if proxies is not None:
-            session.proxies.update(proxies)
-        self._session = session
+        self._proxies = dict(proxies or {})
+        self._own_session = session is None
+        self._session = session if session is not None else self._new_session()
+        self._session.proxies.update(self._proxies)
         self._versions: "OrderedDict[tuple, MarkResponse]" = OrderedDict()
+
+    @staticmethod
+    def _new_session() -> requests.Session:
+        session = requests.Session()
+        # Proxies come from the caller, never from HTTP_PROXY and the like:
+        # a proxy would see the token, which travels in the body.
+        session.trust_env = False
+        return session
 
     def __repr__(self) -> str:
         return f"MarkClient({self.base_url!r}, token={'<set>' if self._token else None})"
@@ -271,18 +276,7 @@ class MarkClient:
             metadata["auth"] = self._token
         payload = write_frontmatter(metadata) if (metadata or body) else ""
         url = self.base_url + quote(path, safe="/")
-        deadline = time.monotonic() + self.timeout
-        try:
-            http = self._session.request(
-                verb, url, data=(payload + body).encode("utf-8"), timeout=self.timeout,
-                allow_redirects=False, stream=True,
-                headers={"Content-Type": "text/markdown; charset=utf-8", "Accept-Encoding": "identity"},
-            )
-        except requests.RequestException as error:
-            failure = f"{verb} {url} failed: {type(error).__name__}"
-            raise (MarkError if _never_sent(error) else _AnswerLost)("transport", failure) from None
-        with http:
-            data = _read_answer(http, f"{verb} {url}", deadline)
+        data = self._exchange(verb, url, (payload + body).encode("utf-8"))
         try:
             metadata, body = read_frontmatter(data.decode("utf-8"))
             status = metadata.pop("status")
@@ -292,6 +286,46 @@ class MarkClient:
         if digest is not None and digest != "sha256-" + hashlib.sha256(body.encode("utf-8")).hexdigest():
             raise MarkError("transport", f"{verb} {url}: the body does not match its content-hash")
         return MarkResponse(status, metadata, body)
+
+    def _exchange(self, verb: str, url: str, data: bytes) -> bytes:
+        """One HTTP exchange, by the deadline: the body of its HTTP 200 answer.
+
+        The exchange runs on a worker thread so that the caller stops waiting
+        at the deadline even while a server trickles its status line and
+        headers, where requests can only bound each socket read.  A worker
+        still waiting then keeps the session it has until it ends; this
+        client goes on with a new one (a session passed in is kept).
+        """
+        doing = f"{verb} {url}"
+        deadline = time.monotonic() + self.timeout
+        session = self._session
+        outcome: list = []
+
+        def exchange() -> None:
+            try:
+                http = session.request(
+                    verb, url, data=data, timeout=self.timeout, allow_redirects=False, stream=True,
+                    headers={"Content-Type": "text/markdown; charset=utf-8", "Accept-Encoding": "identity"},
+                )
+                with http:
+                    outcome.append(_read_answer(http, doing, deadline))
+            except requests.RequestException as error:
+                failure = f"{doing} failed: {type(error).__name__}"
+                outcome.append((MarkError if _never_sent(error) else _AnswerLost)("transport", failure))
+            except MarkError as error:
+                outcome.append(error)
+
+        worker = threading.Thread(target=exchange, name="mark-exchange", daemon=True)
+        worker.start()
+        worker.join(max(0.0, deadline - time.monotonic()))
+        if not outcome:
+            if self._own_session:
+                self._session = self._new_session()
+                self._session.proxies.update(self._proxies)
+            raise _AnswerLost("transport", f"{doing}: no whole answer within the timeout")
+        if isinstance(outcome[0], MarkError):
+            raise outcome[0]
+        return outcome[0]
 
     def _landed(self, lost: "_AnswerLost", path: str, expected_version: Optional[int],
                 bodies, metadata: Dict[str, str]) -> MarkResponse:

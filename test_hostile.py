@@ -141,7 +141,7 @@ def test_proxies_given_by_the_caller_are_used(raw):
 def test_timeout_is_a_deadline_for_a_trickling_answer(raw):
     def trickle(conn, request):
         conn.sendall(http(b"", length=1000))  # the head; the body comes a byte at a time
-        for _ in range(40):  # bounded: 40 bytes, one every 0.25 s
+        for _ in range(12):  # bounded: a byte every 0.25 s, 3 s in all
             conn.sendall(b"x")
             time.sleep(0.25)
 
@@ -150,7 +150,22 @@ def test_timeout_is_a_deadline_for_a_trickling_answer(raw):
     start = time.monotonic()
     with pytest.raises(MarkError, match="within the timeout"):
         client.fetch("/p")
-    assert time.monotonic() - start < 2.5  # the deadline, not 40 reads of 1 s each
+    assert time.monotonic() - start < 2.5  # the deadline, not the 3 s the trickle lasts
+
+
+def test_timeout_is_a_deadline_for_trickling_headers(raw):
+    def trickle(conn, request):
+        conn.sendall(b"HTTP/1.1 200 OK\r\n")
+        for n in range(12):  # bounded: a header line every 0.25 s, 3 s in all
+            conn.sendall(f"X-Slow-{n}: y\r\n".encode())
+            time.sleep(0.25)
+
+    server = raw(trickle)
+    client = MarkClient(server.url, timeout=1.0)
+    start = time.monotonic()
+    with pytest.raises(MarkError, match="within the timeout"):
+        client.fetch("/p")
+    assert time.monotonic() - start < 2.5
 
 
 def test_oversized_answer_is_refused_from_its_length(raw):
