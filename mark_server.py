@@ -28,6 +28,7 @@ every write is refused: secure by default.
 """
 
 import argparse
+import contextlib
 import datetime
 import fnmatch
 import hashlib
@@ -41,6 +42,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Dict, Optional, TextIO, Tuple
 from urllib.parse import unquote
+
+try:
+    import fcntl
+except ImportError:  # Windows
+    fcntl = None
 
 __all__ = ["serve", "MarkServer", "main"]
 
@@ -150,6 +156,9 @@ class Handler(BaseHTTPRequestHandler):
                 self.rfile.read(1 << 20)
             raise MarkFailure("too-large", "Too large", f"requests are limited to {MAX_DOCUMENT} bytes")
         raw = self.rfile.read(int(length))
+        if len(raw) != int(length):  # the client went away mid-body: half a request is no request
+            self.close_connection = True
+            raise MarkFailure("bad-request", "Bad request", "the request body was cut off")
         if verb not in VERBS:
             raise MarkFailure("bad-request", "Bad request", f"unknown verb {verb[:40]!r}")
         try:
@@ -186,6 +195,40 @@ class Store:
         self.versions.mkdir(exist_ok=True)
         self._locks: Dict[str, threading.Lock] = {}
         self._locks_lock = threading.Lock()
+        with self.writing():
+            self.sweep()
+
+    @contextlib.contextmanager
+    def writing(self):
+        """Hold the store's write lock, which other processes on the same root honour too.
+
+        Every write checks `expected-version` and creates the next version
+        under it, so two servers on one root never both win a race, and a
+        version file that no link reaches cannot be one being written now.
+        """
+        with open(self.versions / ".lock", "a") as lock:
+            if fcntl is not None:  # on systems without it, one server per root
+                fcntl.flock(lock, fcntl.LOCK_EX)
+            yield
+
+    def sweep(self) -> None:
+        """Remove what a crash can leave: temporary links, and version files no link reaches."""
+        for directory, _, files in os.walk(self.root):
+            for file in files:
+                path = Path(directory, file)
+                if self.versions in path.parents:
+                    match = re.fullmatch(r"(.+)\.v([0-9]+)", str(path.relative_to(self.versions)))
+                    if match and int(match.group(2)) > self._linked(match.group(1)):
+                        path.unlink()
+                elif _TEMPORARY_LINK.fullmatch(file) and path.is_symlink():
+                    path.unlink()
+
+    def _linked(self, name: str) -> int:
+        """The version a document's link reaches; 0 when none does."""
+        try:
+            return self.current(name)
+        except MarkFailure:
+            return 0
 
     def run(self, verb: str, path: str, metadata: Dict[str, str], body: str):
         if verb == "FETCH" and path == "/health":
@@ -200,7 +243,7 @@ class Store:
             return self.fetch(name, metadata.get("if-none-match"))
         if verb == "VERSIONS":
             return self.list_versions(name)
-        with self.lock(name):  # the expected-version check and the write are one step
+        with self.lock(name), self.writing():  # the expected-version check and the write are one step
             if verb == "ARCHIVE":
                 return self.archive(name)
             return self.write(verb, name, metadata, body)
@@ -318,27 +361,41 @@ class Store:
         return "created", {"version": str(current + 1), "modified": self.modified(name, current + 1)}, ""
 
     def create(self, name: str, version: int, body: str, previous: Optional[bytes]) -> None:
-        """Write version file N once (O_EXCL, fsync), then point the document at it.
+        """Write version file N once (O_EXCL, every byte, fsync), then point the document at it.
 
         `previous` is the bytes of version N-1's file (None for version 1),
-        which the new file's previous-hash chains to.
+        which the new file's previous-hash chains to.  Called under the
+        store's write lock.  Should anything fail before the link reaches the
+        new file, the file is removed and the error goes to the client as
+        server-error: nothing half-written is ever acknowledged or left to
+        wedge the next writer.
         """
         header = {"version": str(version)}
         if previous is not None:
             header["previous-hash"] = "sha256-" + hashlib.sha256(previous).hexdigest()
         target = self.version_file(name, version)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        (self.root / name).parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444)
-        try:
-            os.write(fd, write_message(header, body).encode("utf-8"))
-            os.fsync(fd)
-        finally:
-            os.close(fd)
         link = self.root / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        link.parent.mkdir(parents=True, exist_ok=True)
+        if target.exists():  # no link reaches it (the version is N-1), so a crash left it
+            target.unlink()
         temporary = link.parent / f".{link.name}.{uuid.uuid4().hex}"
-        os.symlink(os.path.relpath(target, link.parent), temporary)
-        os.replace(temporary, link)
+        try:
+            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444)
+            try:
+                _write_all(fd, write_message(header, body).encode("utf-8"))
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            _fsync_directory(target.parent)
+            os.symlink(os.path.relpath(target, link.parent), temporary)
+            os.replace(temporary, link)
+        except BaseException:
+            _remove(temporary)
+            if self._linked(name) < version:
+                _remove(target)
+            raise
+        _fsync_directory(link.parent)  # the swap survives a power cut, not just a crash
 
     def archive(self, name: str):
         current = self.current(name)
@@ -360,6 +417,36 @@ class Store:
     def lock(self, name: str) -> threading.Lock:
         with self._locks_lock:
             return self._locks.setdefault(name, threading.Lock())
+
+
+_TEMPORARY_LINK = re.compile(r"\..+\.[0-9a-f]{32}")  # the name a new link has before its swap
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    """os.write until every byte is written: a short write is not a write."""
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        if written <= 0:
+            raise OSError("write wrote nothing")
+        view = view[written:]
+
+
+def _fsync_directory(directory: Path) -> None:
+    if not hasattr(os, "O_DIRECTORY"):  # Windows: no directory handles to sync
+        return
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _remove(path: Path) -> None:
+    try:
+        path.unlink()
+    except FileNotFoundError:
+        pass
 
 
 def parse_version(value: Optional[str], required: bool) -> Optional[int]:

@@ -5,8 +5,10 @@ import http.client
 import io
 import os
 import socket
+import subprocess
 import sys
 import threading
+from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
@@ -293,3 +295,121 @@ def test_garbage_and_slow_clients_do_not_hang_it(server):
     finally:
         idle.close()
     assert alive(server)
+
+
+# ------------------------------------------------- acknowledged means stored
+
+def test_cut_off_upload_stores_nothing(server):
+    publish(server, "/a.md", "v1\n", 0)
+    body = "x" * 100_000
+    raw = (write_frontmatter({"auth": TOKEN, "expected-version": "1"}) + body).encode()
+    parts = urlsplit(server.url)
+    with socket.create_connection((parts.hostname, parts.port), timeout=10) as conn:
+        conn.sendall(f"PUBLISH /a.md HTTP/1.1\r\nHost: x\r\nContent-Length: {len(raw)}\r\n\r\n".encode())
+        conn.sendall(raw[:len(raw) // 2])  # half, then the client is gone
+    assert alive(server)
+    assert send(server, "VERSIONS", "/a.md")[1]["total"] == "1"
+    assert publish(server, "/a.md", "v2\n", 1)[0] == "created"
+
+
+def run_store(tmp_path, code: str) -> str:
+    """Run `code` in a fresh interpreter with `store` = a Store on tmp_path/store; its stdout."""
+    script = (
+        "import os, sys\n"
+        f"sys.path.insert(0, {str(Path(__file__).parent)!r})\n"
+        "from pathlib import Path\n"
+        "from mark_server import Store, MarkFailure\n"
+        f"store = Store(Path({str(tmp_path / 'store')!r}))\n"
+        "def publish(path, body, expected):\n"
+        "    try:\n"
+        "        return store.run('PUBLISH', path, {'expected-version': str(expected)}, body)[0]\n"
+        "    except MarkFailure as failure:\n"
+        "        return failure.status\n"
+        "    except OSError as error:\n"
+        "        return 'server-error ' + type(error).__name__\n"
+        + code
+    )
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    return run.stdout
+
+
+def test_short_writes_are_completed(tmp_path):
+    out = run_store(tmp_path, (
+        "real = os.write\n"
+        "os.write = lambda fd, data: real(fd, bytes(data[:1000]))  # a disk that takes 1000 bytes a call\n"
+        "print(publish('/a.md', 'y' * (1 << 20), 0))\n"
+        "os.write = real\n"
+        "print(len(store.run('FETCH', '/a.md', {}, '')[2]))\n"
+    ))
+    assert out.split() == ["created", str(1 << 20)]
+
+
+@pytest.mark.parametrize("failing", ["write", "fsync", "symlink", "replace"])
+def test_failed_write_leaves_nothing_and_wedges_nothing(tmp_path, failing):
+    out = run_store(tmp_path, (
+        "print(publish('/a.md', 'v1', 0))\n"
+        f"real = os.{failing}\n"
+        "def broken(*args, **kwargs):\n"
+        "    raise OSError(28, 'No space left on device')\n"
+        f"os.{failing} = broken\n"
+        "print(publish('/a.md', 'v2', 1))\n"
+        f"os.{failing} = real\n"
+        "print(publish('/a.md', 'v2 again', 1))\n"
+        "print(sorted(p.name for p in Path(store.root).rglob('*') if p.name != '.lock'))\n"
+    ))
+    first, failed, retried, files = out.strip().split("\n")
+    assert (first, failed, retried) == ("created", "server-error OSError", "created")
+    assert files == str(sorted(["a.md", "versions", "a.md.v1", "a.md.v2"]))
+
+
+def test_crash_leftovers_are_swept_and_never_a_conflict(tmp_path):
+    root = tmp_path / "store"
+    with serve(root, token=TOKEN, log=None) as first:
+        publish(first, "/a.md", "v1\n", 0)
+    # What kill -9 can leave between the two steps of a write.
+    (root / "versions" / "a.md.v2").write_text("---\nversion: \"2\"\n---\nhalf")
+    os.symlink("versions/a.md.v2", root / f".a.md.{'0' * 32}")
+    with serve(root, token=TOKEN, log=None) as second:
+        assert not (root / f".a.md.{'0' * 32}").is_symlink()
+        assert not (root / "versions" / "a.md.v2").exists()
+        (root / "versions" / "a.md.v2").write_text("met after start")  # and one met while serving
+        assert publish(second, "/a.md", "v2\n", 1)[0] == "created"
+        assert send(second, "FETCH", "/a.md")[2] == "v2\n"
+
+
+def test_directory_is_synced_after_the_link_swap(tmp_path):
+    out = run_store(tmp_path, (
+        "import stat\n"
+        "events, real_fsync, real_replace = [], os.fsync, os.replace\n"
+        "os.fsync = lambda fd: (events.append('dir' if stat.S_ISDIR(os.fstat(fd).st_mode) else 'file'), real_fsync(fd))\n"
+        "os.replace = lambda *a: (events.append('swap'), real_replace(*a))\n"
+        "publish('/a.md', 'v1', 0)\n"
+        "print(events)\n"
+    ))
+    assert out.strip() == str(["file", "dir", "swap", "dir"])
+
+
+def test_two_servers_on_one_root_lose_races_as_conflicts(tmp_path):
+    root = tmp_path / "store"
+    with serve(root, token=TOKEN, log=None) as one, serve(root, token=TOKEN, log=None) as two:
+        publish(one, "/a.md", "v0\n", 0)
+        answers = []
+
+        def writer(server, name):
+            version = 1
+            for n in range(15):
+                status, metadata, _ = publish(server, "/a.md", f"{name} {n}\n", version)
+                answers.append(status)
+                version = int(metadata.get("server-version", metadata.get("version", version)))
+
+        threads = [threading.Thread(target=writer, args=(server, f"w{k}"))
+                   for k, server in enumerate([one, two, one, two])]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert set(answers) <= {"created", "conflict"}
+        total = int(send(one, "VERSIONS", "/a.md")[1]["total"])
+        assert answers.count("created") == total - 1
+        assert send(two, "VERSIONS", "/a.md")[1]["chain-valid"] == "true"
