@@ -503,7 +503,8 @@ def mark_append(client: MarkClient, path: str, body: str,
     raise MarkError.from_response(response, f"APPEND {path}")
 
 
-# ------------------------------------------------------------ frontmatter
+# ---- frontmatter codec: this block is the same, byte for byte, in mark_publish.py
+# ---- and mark_server.py (each file stays standalone); test_codec.py checks it.
 
 _PLAIN_KEY = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*\Z")
 _ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t", "\r": "\\r"}
@@ -612,11 +613,17 @@ def _read_double_quoted(text: str):
             digits = text[i + 2:i + 2 + _HEX_ESCAPES[escape]]
             if len(digits) != _HEX_ESCAPES[escape] or not all(c in "0123456789abcdefABCDEF" for c in digits):
                 raise ValueError(f"bad \\{escape} escape in {text!r}")
-            out.append(chr(int(digits, 16)))
+            code = int(digits, 16)
+            if 0xD800 <= code <= 0xDFFF or code > 0x10FFFF:
+                raise ValueError(f"\\{escape}{digits} is not a character")
+            out.append(chr(code))
             i += 2 + len(digits)
         else:
             raise ValueError(f"unknown escape \\{escape} in {text!r}")
     raise ValueError(f"unterminated double-quoted scalar: {text!r}")
+
+
+# ---- end of frontmatter codec
 
 
 # ---------------------------------------------------------------- helpers

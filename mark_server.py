@@ -501,68 +501,149 @@ def _now() -> str:
 
 # ------------------------------------------------------------- messages
 
-_UNESCAPE = {"0": "\0", "a": "\a", "b": "\b", "t": "\t", "n": "\n", "v": "\v", "f": "\f", "r": "\r",
-             "e": "\x1b", " ": " ", '"': '"', "/": "/", "\\": "\\", "N": "\x85", "_": "\xa0",
-             "L": "\u2028", "P": "\u2029"}
-_ESCAPE_RE = re.compile(r'\\(?:x([0-9a-fA-F]{2})|u([0-9a-fA-F]{4})|U([0-9a-fA-F]{8})|(.))', re.S)
-_LINE_RE = re.compile(r"""([A-Za-z0-9_.-]+|"[^"\\]*"|'[^']*'): *("(?:[^"\\]|\\.)*"|'(?:[^']|'')*'|[^ "'|>\[{&*!%@`#][^#]*?|) *(?:#.*)?""")
-
-
 def read_request(text: str) -> Tuple[Dict[str, str], str]:
-    """Split a Mark request into (metadata, body); bad-request when malformed."""
+    """Split a Mark request into (metadata, body); bad-request when malformed.
+
+    The size of the block is checked before a byte of it is parsed, and
+    parsing is linear in its length.
+    """
     if not text.startswith("---\n"):
         return {}, text
     end = text.find("\n---\n", 3)
-    if end < 0 or end > MAX_METADATA:
-        raise MarkFailure("too-large" if end > MAX_METADATA else "bad-request", "Bad request",
-                          "metadata must be one closed block of at most 64 KiB")
-    metadata = {}
-    for line in text[4:end].split("\n"):
-        match = _LINE_RE.fullmatch(line)
-        if not line.strip():
-            continue
-        if not match:
-            raise MarkFailure("bad-request", "Bad request", f"malformed metadata line {line[:80]!r}")
-        metadata[_scalar(match.group(1))] = _scalar(match.group(2))
-    return metadata, text[end + 5:]
-
-
-def _scalar(text: str) -> str:
-    if text[:1] == "'":
-        return text[1:-1].replace("''", "'")
-    if text[:1] != '"':
-        return text.strip()
-
-    def unescape(match) -> str:
-        code = match.group(1) or match.group(2) or match.group(3)
-        if code:
-            return chr(int(code, 16))
-        if match.group(4) not in _UNESCAPE:
-            raise MarkFailure("bad-request", "Bad request", f"unknown escape \\{match.group(4)}")
-        return _UNESCAPE[match.group(4)]
-
+    if end > MAX_METADATA or (end < 0 and len(text) > MAX_METADATA):
+        raise MarkFailure("too-large", "Too large", "metadata is limited to 64 KiB")
     try:
-        return _ESCAPE_RE.sub(unescape, text[1:-1])
-    except (ValueError, OverflowError):  # chr() of a code point beyond U+10FFFF
-        raise MarkFailure("bad-request", "Bad request", "bad \\U escape") from None
+        return read_frontmatter(text)
+    except ValueError as error:
+        raise MarkFailure("bad-request", "Bad request", f"malformed metadata: {str(error)[:120]}") from None
 
 
 def write_message(metadata: Dict[str, str], body: str) -> str:
     """Frontmatter (sorted keys, double-quoted values) followed by the body."""
-    lines = "".join(f"{key}: {_quote(value)}\n" for key, value in sorted(metadata.items()))
-    return f"---\n{lines}---\n{body}"
+    return write_frontmatter(metadata) + body
 
 
-def _quote(value: str) -> str:
-    def escape(match) -> str:
-        char = match.group()
+# ---- frontmatter codec: this block is the same, byte for byte, in mark_publish.py
+# ---- and mark_server.py (each file stays standalone); test_codec.py checks it.
+
+_PLAIN_KEY = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*\Z")
+_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t", "\r": "\\r"}
+_UNESCAPES = {
+    "0": "\0", "a": "\a", "b": "\b", "t": "\t", "\t": "\t", "n": "\n", "v": "\v", "f": "\f",
+    "r": "\r", "e": "\x1b", " ": " ", '"': '"', "/": "/", "\\": "\\",
+    "N": "\x85", "_": "\xa0", "L": "\u2028", "P": "\u2029",
+}
+_HEX_ESCAPES = {"x": 2, "u": 4, "U": 8}
+
+
+def write_frontmatter(metadata: Dict[str, str]) -> str:
+    """A Mark frontmatter block, keys sorted, each value a YAML double-quoted scalar."""
+    lines = []
+    for key in sorted(metadata):
+        value = metadata[key]
+        if not isinstance(key, str) or not _PLAIN_KEY.match(key):
+            raise ValueError(f"metadata key {key!r} must be letters, digits, '_', '-' or '.'")
+        if not isinstance(value, str):
+            raise TypeError(f"metadata value for {key!r} must be str, not {type(value).__name__}")
+        lines.append(f"{key}: {quote_scalar(value)}\n")
+    return "---\n" + ("".join(lines) or "\n") + "---\n"
+
+
+def quote_scalar(value: str) -> str:
+    """`value` as a YAML double-quoted scalar that Go's yaml.v3 reads back exactly."""
+    out = []
+    for char in value:
         code = ord(char)
-        if char in '"\\':
-            return "\\" + char
-        return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
+        if char in _ESCAPES:
+            out.append(_ESCAPES[char])
+        elif code < 0x20 or 0x7F <= code <= 0x9F:
+            out.append(f"\\x{code:02x}")
+        elif char in "\ufeff\ufffe\uffff" or 0xD800 <= code <= 0xDFFF:
+            out.append(f"\\u{code:04x}")
+        elif code > 0xFFFF:
+            out.append(f"\\U{code:08x}")
+        else:
+            out.append(char)
+    return '"' + "".join(out) + '"'
 
-    return '"' + re.sub(r'["\\\x00-\x1f\x7f-\x9f\ufeff\ufffe\uffff\ud800-\udfff\U00010000-\U0010ffff]',
-                        escape, value) + '"'
+
+def read_frontmatter(text: str):
+    """Split a Mark message into (metadata, body); ValueError when malformed.
+
+    The block starts with "---\\n" at byte 0 and ends at the first
+    "\\n---\\n"; the body after it is returned byte for byte.
+    """
+    if not text.startswith("---\n"):
+        raise ValueError("no frontmatter")
+    end = text.find("\n---\n", 3)
+    if end < 0:
+        raise ValueError("frontmatter is not closed")
+    metadata = {}
+    for line in text[4:end].split("\n"):
+        if not line.strip():
+            continue
+        if line[0] in " \t":
+            raise ValueError(f"nested or indented YAML is not Mark frontmatter: {line!r}")
+        key, rest = _read_scalar(line, key=True)
+        if not rest.startswith(":") or rest[1:2] not in ("", " "):
+            raise ValueError(f"not a 'key: value' line: {line!r}")
+        value, rest = _read_scalar(rest[1:].strip(" "), key=False)
+        if rest.strip(" ") and not rest.strip(" ").startswith("#"):
+            raise ValueError(f"trailing text after value: {line!r}")
+        metadata[key] = value
+    return metadata, text[end + 5:]
+
+
+def _read_scalar(text: str, key: bool):
+    """Read a plain, single- or double-quoted scalar; return (value, the rest)."""
+    if text.startswith("'"):
+        match = re.match(r"'((?:[^']|'')*)'", text)
+        if not match:
+            raise ValueError(f"unterminated single-quoted scalar: {text!r}")
+        return match.group(1).replace("''", "'"), text[match.end():]
+    if text.startswith('"'):
+        return _read_double_quoted(text)
+    if key:
+        end = text.find(":")
+        value, rest = (text, "") if end < 0 else (text[:end], text[end:])
+    else:
+        comment = text.find(" #")
+        value, rest = (text, "") if comment < 0 else (text[:comment], text[comment:])
+    value = value.strip(" ")
+    if (key and not value) or value[:1] in ("|", ">", "[", "{", "&", "*", "!", "%", "@", "`"):
+        raise ValueError(f"unsupported YAML scalar: {text!r}")
+    return value, rest
+
+
+def _read_double_quoted(text: str):
+    out, i = [], 1
+    while i < len(text):
+        char = text[i]
+        if char == '"':
+            return "".join(out), text[i + 1:]
+        if char != "\\":
+            out.append(char)
+            i += 1
+            continue
+        escape = text[i + 1:i + 2]
+        if escape in _UNESCAPES:
+            out.append(_UNESCAPES[escape])
+            i += 2
+        elif escape in _HEX_ESCAPES:
+            digits = text[i + 2:i + 2 + _HEX_ESCAPES[escape]]
+            if len(digits) != _HEX_ESCAPES[escape] or not all(c in "0123456789abcdefABCDEF" for c in digits):
+                raise ValueError(f"bad \\{escape} escape in {text!r}")
+            code = int(digits, 16)
+            if 0xD800 <= code <= 0xDFFF or code > 0x10FFFF:
+                raise ValueError(f"\\{escape}{digits} is not a character")
+            out.append(chr(code))
+            i += 2 + len(digits)
+        else:
+            raise ValueError(f"unknown escape \\{escape} in {text!r}")
+    raise ValueError(f"unterminated double-quoted scalar: {text!r}")
+
+
+# ---- end of frontmatter codec
 
 
 def error_body(title: str, detail: str) -> str:
