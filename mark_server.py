@@ -40,7 +40,7 @@ import threading
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Dict, Optional, TextIO, Tuple
+from typing import Dict, NamedTuple, Optional, TextIO, Tuple
 from urllib.parse import unquote
 
 try:
@@ -167,8 +167,9 @@ class Handler(BaseHTTPRequestHandler):
         except UnicodeDecodeError:
             raise MarkFailure("bad-request", "Bad request", "request is not UTF-8") from None
         metadata, body = read_request(text)
-        if verb in WRITES:
-            self.server.grants.check(metadata.get("auth"), verb, path)
+        if not (verb == "FETCH" and path == "/health"):
+            version = re.fullmatch(r"(.+)/v[0-9]+", path) if verb == "FETCH" else None
+            self.server.grants.check(metadata.get("auth"), verb, version.group(1) if version else path)
         return self.server.store.run(verb, path, metadata, body)
 
     def log_message(self, format, *args) -> None:
@@ -461,42 +462,119 @@ def parse_version(value: Optional[str], required: bool) -> Optional[int]:
 
 # ------------------------------------------------------------------- auth
 
-class Grants:
-    """Capability tokens by SHA-256 hash: which paths and operations each may write."""
+class Grant(NamedTuple):
+    label: str
+    patterns: Tuple[str, ...]
+    operations: frozenset  # of "publish" (every write verb) and "read"
+    expires: Optional[datetime.datetime]
 
-    def __init__(self, tokens: Dict[str, dict]):
-        self.tokens = tokens
+
+class Grants:
+    """Capability tokens by SHA-256 hash: which operations on which paths each may do.
+
+    Writes need a token with `publish` on the path.  Reads are public, but
+    for paths some grant gives `read` on: those need a token that has it.
+    """
+
+    def __init__(self, grants: Dict[str, Grant]):
+        self.grants = grants
 
     def check(self, token: Optional[str], verb: str, path: str) -> None:
-        if not self.tokens:
+        operation = "publish" if verb in WRITES else "read"
+        if operation == "read" and not any(
+                "read" in grant.operations and _covers(grant, path) for grant in self.grants.values()):
+            return  # a public path
+        if operation == "publish" and not self.grants:
             raise MarkFailure("not-permitted", "Not permitted", "this server has no tokens: writes are disabled")
-        grant = self.tokens.get("sha256-" + hashlib.sha256(token.encode("utf-8")).hexdigest()) if token else None
-        if grant is None or grant.get("expires", "9999") < _now():
-            raise MarkFailure("unauthorized", "Unauthorized", "a valid auth token is required to write")
-        operations, paths = grant.get("operations", []), grant.get("paths", [])
-        if verb.lower() not in operations and "*" not in operations or \
-                not any(fnmatch.fnmatchcase(path, pattern) for pattern in paths):
-            raise MarkFailure("not-permitted", "Not permitted", f"this token may not {verb.lower()} {path}")
+        grant = self.grants.get(_hash(token)) if token else None
+        if grant is None or (grant.expires is not None and grant.expires <= _now()):
+            raise MarkFailure("unauthorized", "Unauthorized", "authentication required")
+        if operation not in grant.operations or not _covers(grant, path):
+            raise MarkFailure("not-permitted", "Not permitted", "insufficient permissions")
 
 
 def load_grants(token: Optional[str], tokens_file=None) -> Grants:
-    tokens = {}
+    """The dev token (publish everywhere) and a Demarkus TOML token file; ValueError if malformed.
+
+        [tokens.ci]
+        hash = "sha256-<hex of sha256(token)>"
+        paths = ["/docs/**", "/notes/*.md"]
+        operations = ["publish", "read"]
+        expires = 2027-01-01T00:00:00Z     # optional, RFC 3339
+    """
+    grants: Dict[str, Grant] = {}
     if tokens_file:
         import tomllib  # Python 3.11+; imported here so the server runs on 3.9 without a token file
 
         with open(tokens_file, "rb") as file:
-            for key, grant in tomllib.load(file).get("tokens", {}).items():
-                expires = grant.get("expires")
-                if expires is not None:
-                    grant["expires"] = str(expires).replace("+00:00", "Z")
-                tokens[key] = grant
+            tables = tomllib.load(file).get("tokens", {})
+        for label, table in tables.items():
+            grant = _grant(label, table)
+            digest = table["hash"]
+            if digest in grants:
+                raise ValueError(f"tokens {grants[digest].label!r} and {label!r} have the same hash")
+            grants[digest] = grant
+    if token is not None and token and not token.strip():
+        raise ValueError("the dev token is blank")
     if token:
-        tokens["sha256-" + hashlib.sha256(token.encode("utf-8")).hexdigest()] = {"paths": ["*"], "operations": ["*"]}
-    return Grants(tokens)
+        grants[_hash(token)] = Grant("dev", ("/**",), frozenset({"publish"}), None)
+    return Grants(grants)
 
 
-def _now() -> str:
-    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+def _grant(label: str, table) -> Grant:
+    where = f"token {label!r}"
+    if not isinstance(table, dict):
+        raise ValueError(f"{where} must be a table")
+    digest, paths, operations = table.get("hash"), table.get("paths"), table.get("operations")
+    if not isinstance(digest, str) or not re.fullmatch(r"sha256-[0-9a-f]{64}", digest):
+        raise ValueError(f"{where}: hash must be \"sha256-<64 hex digits>\"")
+    if not isinstance(paths, list) or not paths or not all(isinstance(p, str) and p.startswith("/") for p in paths):
+        raise ValueError(f"{where}: paths must be a list of paths starting with /")
+    for pattern in paths:
+        if pattern.count("**") > 1 or ("**" in pattern and not re.search(r"/\*\*(/|$)", pattern)):
+            raise ValueError(f"{where}: {pattern!r} may hold one ** only, as a whole path segment")
+    if not isinstance(operations, list) or not operations or not set(operations) <= {"publish", "read"}:
+        raise ValueError(f"{where}: operations must be a list of \"publish\" and \"read\"")
+    expires = table.get("expires")
+    if expires is not None:
+        try:
+            if isinstance(expires, str):
+                expires = datetime.datetime.fromisoformat(expires.replace("Z", "+00:00"))
+            if not isinstance(expires, datetime.datetime) or expires.tzinfo is None:
+                raise ValueError
+        except ValueError:
+            raise ValueError(f"{where}: expires must be an RFC 3339 time with its offset") from None
+    return Grant(label, tuple(paths), frozenset(operations), expires)
+
+
+def _covers(grant: Grant, path: str) -> bool:
+    return any(_path_match(pattern, path) for pattern in grant.patterns)
+
+
+def _path_match(pattern: str, path: str) -> bool:
+    """Go's path.Match (a * never crosses a /), plus PREFIX/** and PREFIX/**/SUFFIX."""
+    segments = path.split("/")
+    if "**" not in pattern:
+        wanted = pattern.split("/")
+        return len(wanted) == len(segments) and all(map(_segment_match, wanted, segments))
+    prefix, _, suffix = pattern.partition("/**")
+    head, tail = prefix.split("/"), [s for s in suffix.split("/") if s]
+    if len(segments) < len(head) + max(len(tail), 1):  # at least one segment under PREFIX
+        return False
+    return (all(map(_segment_match, head, segments))
+            and all(map(_segment_match, tail, segments[len(segments) - len(tail):])))
+
+
+def _segment_match(pattern: str, segment: str) -> bool:
+    return fnmatch.fnmatchcase(segment, pattern.replace("[^", "[!"))
+
+
+def _hash(token: str) -> str:
+    return "sha256-" + hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _now() -> datetime.datetime:
+    return datetime.datetime.now(datetime.timezone.utc)
 
 
 # ------------------------------------------------------------- messages

@@ -139,22 +139,95 @@ def test_auth_statuses(tmp_path, server):
         assert send(closed, "FETCH", "/health")[0] == "ok"
 
 
-@pytest.mark.skipif(sys.version_info < (3, 11), reason="tomllib is Python 3.11+")
-def test_token_file(tmp_path):
-    def hashed(token):
-        return "sha256-" + hashlib.sha256(token.encode()).hexdigest()
+def hashed(token):
+    return "sha256-" + hashlib.sha256(token.encode()).hexdigest()
 
-    tokens = tmp_path / "tokens.toml"
-    tokens.write_text(
-        "[tokens]\n"
-        f'"{hashed("docs")}" = {{ paths = ["/docs/*"], operations = ["publish"] }}\n'
-        f'"{hashed("old")}" = {{ paths = ["/*"], operations = ["publish"], expires = "2001-01-01T00:00:00Z" }}\n')
+
+def token_file(tmp_path, **tables):
+    """A Demarkus token file: [tokens.LABEL] tables, each given as its TOML lines."""
+    path = tmp_path / "tokens.toml"
+    path.write_text("".join(f"[tokens.{label}]\n{lines}\n" for label, lines in tables.items()))
+    return path
+
+
+needs_tomllib = pytest.mark.skipif(sys.version_info < (3, 11), reason="tomllib is Python 3.11+")
+
+
+@needs_tomllib
+def test_token_file(tmp_path):
+    tokens = token_file(
+        tmp_path,
+        docs=f'hash = "{hashed("s3cret-docs")}"\npaths = ["/docs/*"]\noperations = ["publish"]',
+        deep=f'hash = "{hashed("deep")}"\npaths = ["/team/**/*.md"]\noperations = ["publish"]',
+        old=f'hash = "{hashed("old")}"\npaths = ["/**"]\noperations = ["publish"]\n'
+            'expires = "2030-01-01T10:00:00+05:00"',
+        gone=f'hash = "{hashed("gone")}"\npaths = ["/**"]\noperations = ["publish"]\n'
+             'expires = 2001-01-01T00:00:00+05:00',
+    )
     with serve(tmp_path / "store", token="", tokens_file=tokens) as server:
-        assert publish(server, "/docs/a.md", "x", token="docs")[0] == "created"
-        assert publish(server, "/a.md", "x", token="docs")[0] == "not-permitted"
-        assert send(server, "ARCHIVE", "/docs/a.md", {"auth": "docs"})[0] == "not-permitted"
-        assert publish(server, "/a.md", "x", token="old")[0] == "unauthorized"
-    assert "docs" not in tokens.read_text().replace("/docs", "")  # only hashes are stored
+        assert publish(server, "/docs/a.md", "x", token="s3cret-docs")[0] == "created"
+        assert publish(server, "/docs/a/b/c.md", "x", token="s3cret-docs")[0] == "not-permitted"  # * stops at /
+        assert publish(server, "/a.md", "x", token="s3cret-docs")[0] == "not-permitted"
+        # publish grants every write verb
+        assert send(server, "APPEND", "/docs/a.md", {"auth": "s3cret-docs", "expected-version": "1"}, "y")[0] == "created"
+        assert send(server, "ARCHIVE", "/docs/a.md", {"auth": "s3cret-docs"})[0] == "ok"
+        assert publish(server, "/team/x/y/plan.md", "x", token="deep")[0] == "created"
+        assert publish(server, "/team/plan.md", "x", token="deep")[0] == "created"
+        assert publish(server, "/team/x/plan.txt", "x", token="deep")[0] == "not-permitted"
+        assert publish(server, "/b.md", "x", token="old")[0] == "created"
+        assert publish(server, "/c.md", "x", token="gone")[0] == "unauthorized"  # compared as a time
+    assert "s3cret" not in tokens.read_text()  # only hashes are stored
+
+
+@needs_tomllib
+def test_read_grants_protect_their_paths(tmp_path):
+    tokens = token_file(
+        tmp_path,
+        reader=f'hash = "{hashed("rtok")}"\npaths = ["/private/**"]\noperations = ["read"]',
+        writer=f'hash = "{hashed("wtok")}"\npaths = ["/**"]\noperations = ["publish"]',
+    )
+    with serve(tmp_path / "store", token="", tokens_file=tokens) as server:
+        assert publish(server, "/private/p.md", "# secret\n", token="wtok")[0] == "created"
+        assert publish(server, "/open.md", "# open\n", token="wtok")[0] == "created"
+        for verb, path in (("FETCH", "/private/p.md"), ("FETCH", "/private/p.md/v1"),
+                           ("VERSIONS", "/private/p.md"), ("LIST", "/private/")):
+            assert send(server, verb, path)[0] == "unauthorized"
+            assert send(server, verb, path, {"auth": "wtok"})[0] == "not-permitted"
+            assert send(server, verb, path, {"auth": "rtok"})[0] == "ok"
+        assert send(server, "FETCH", "/private/p.md")[2] == "\n# Unauthorized\n\nauthentication required\n"
+        assert send(server, "FETCH", "/open.md")[2] == "# open\n"
+        assert send(server, "FETCH", "/health")[0] == "ok"
+
+
+BAD_TOKEN_FILES = {
+    "paths as a string": f'hash = "{hashed("t")}"\npaths = "/docs/*"\noperations = ["publish"]',
+    "two **": f'hash = "{hashed("t")}"\npaths = ["/a/**/b/**"]\noperations = ["publish"]',
+    "** inside a segment": f'hash = "{hashed("t")}"\npaths = ["/a/b**"]\noperations = ["publish"]',
+    "unknown operation": f'hash = "{hashed("t")}"\npaths = ["/**"]\noperations = ["write"]',
+    "unparsable expires": f'hash = "{hashed("t")}"\npaths = ["/**"]\noperations = ["read"]\nexpires = "soon"',
+    "expires without offset": f'hash = "{hashed("t")}"\npaths = ["/**"]\noperations = ["read"]\n'
+                              'expires = 2030-01-01T00:00:00',
+    "bad hash": 'hash = "t"\npaths = ["/**"]\noperations = ["read"]',
+}
+
+
+@needs_tomllib
+@pytest.mark.parametrize("name", BAD_TOKEN_FILES)
+def test_malformed_token_file_refuses_to_load(tmp_path, name):
+    with pytest.raises(ValueError):
+        serve(tmp_path / "store", token="", tokens_file=token_file(tmp_path, t=BAD_TOKEN_FILES[name]))
+
+
+@needs_tomllib
+def test_two_labels_with_one_hash_refuse_to_load(tmp_path):
+    same = f'hash = "{hashed("t")}"\npaths = ["/**"]\noperations = ["read"]'
+    with pytest.raises(ValueError, match="same hash"):
+        serve(tmp_path / "store", token="", tokens_file=token_file(tmp_path, a=same, b=same))
+
+
+def test_blank_dev_token_refuses_to_start(tmp_path):
+    with pytest.raises(ValueError, match="blank"):
+        serve(tmp_path / "store", token=" ")
 
 
 def test_one_log_line_per_request_never_the_token(tmp_path):
