@@ -52,6 +52,7 @@ __all__ = ["serve", "MarkServer", "main"]
 
 MAX_METADATA = 64 * 1024
 MAX_DOCUMENT = 10 * 1024 * 1024
+MAX_PATH, MAX_SEGMENT = 1024, 200  # bytes; file systems refuse 255 and more a name
 VERBS = ("FETCH", "LIST", "VERSIONS", "PUBLISH", "APPEND", "ARCHIVE")
 WRITES = ("PUBLISH", "APPEND", "ARCHIVE")
 
@@ -82,6 +83,7 @@ class MarkServer(ThreadingHTTPServer):
         self._open: set = set()  # connections being served, so close() can drop them
         self._open_lock = threading.Lock()
         self.grants = load_grants(token, tokens_file)
+        self.address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
         super().__init__((host, port), Handler)
         host, port = self.server_address[:2]
         self.url = f"http://{'[' + host + ']' if ':' in host else host}:{port}"
@@ -95,6 +97,11 @@ class MarkServer(ThreadingHTTPServer):
         with self._open_lock:
             self._open.discard(request)
         super().shutdown_request(request)
+
+    def handle_error(self, request, client_address) -> None:
+        """A connection that broke: one line in the log, never a traceback on stderr."""
+        if self.log:
+            self.log.write(f"connection from {client_address[0]} broke: {sys.exc_info()[0].__name__}\n")
 
     def close(self) -> None:
         """Stop serving and drop every open connection, keep-alive ones included."""
@@ -139,15 +146,19 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Type", "text/markdown; charset=utf-8")
         self.send_header("Content-Length", str(len(payload)))
         self.end_headers()
-        self.wfile.write(payload)
+        if verb != "HEAD":  # HTTP: an answer to HEAD has no body
+            self.wfile.write(payload)
         if self.server.log:
-            self.server.log.write(f"{verb} {path[:200]!r} {status}\n")
+            shown = verb if verb.isascii() and verb.isalpha() else repr(verb[:40])
+            self.server.log.write(f"{shown} {path[:200]!r} {status}\n")
 
     def answer(self, verb: str) -> Tuple[str, Dict[str, str], str]:
-        length = self.headers.get("Content-Length", "0")
-        if self.headers.get("Transfer-Encoding") or not length.isdigit():
+        lengths = self.headers.get_all("Content-Length") or ["0"]
+        length = lengths[0]
+        if self.headers.get("Transfer-Encoding") or len(lengths) > 1 or not _is_digits(length) or len(length) > 18:
+            # The rest of the stream cannot be framed: it must never be read as another request.
             self.close_connection = True
-            raise MarkFailure("bad-request", "Bad request", "send a Content-Length body")
+            raise MarkFailure("bad-request", "Bad request", "send one Content-Length of ASCII digits")
         if int(length) > MAX_DOCUMENT + MAX_METADATA:
             # Read a moderately oversized body so the client sees the answer, not a
             # reset; past that, just close: the unread rest must not be parsed.
@@ -168,7 +179,7 @@ class Handler(BaseHTTPRequestHandler):
             raise MarkFailure("bad-request", "Bad request", "request is not UTF-8") from None
         metadata, body = read_request(text)
         if not (verb == "FETCH" and path == "/health"):
-            version = re.fullmatch(r"(.+)/v[0-9]+", path) if verb == "FETCH" else None
+            version = re.fullmatch(r"(.+)/v[0-9]{1,18}", path) if verb == "FETCH" else None
             self.server.grants.check(metadata.get("auth"), verb, version.group(1) if version else path)
         return self.server.store.run(verb, path, metadata, body)
 
@@ -194,8 +205,7 @@ class Store:
         self.root = root.resolve()
         self.versions = self.root / "versions"
         self.versions.mkdir(exist_ok=True)
-        self._locks: Dict[str, threading.Lock] = {}
-        self._locks_lock = threading.Lock()
+        self._write_lock = threading.Lock()  # threads of this process; flock covers processes
         with self.writing():
             self.sweep()
 
@@ -207,7 +217,7 @@ class Store:
         under it, so two servers on one root never both win a race, and a
         version file that no link reaches cannot be one being written now.
         """
-        with open(self.versions / ".lock", "a") as lock:
+        with self._write_lock, open(self.versions / ".lock", "a") as lock:
             if fcntl is not None:  # on systems without it, one server per root
                 fcntl.flock(lock, fcntl.LOCK_EX)
             yield
@@ -236,7 +246,7 @@ class Store:
             return "ok", {}, "\n# OK\n"
         if verb == "LIST":
             return self.list(path)
-        match = re.fullmatch(r"(.+)/v([0-9]+)", path)
+        match = re.fullmatch(r"(.+)/v([0-9]{1,18})", path)
         if verb == "FETCH" and match:
             return self.fetch_version(self.document(match.group(1)), int(match.group(2)))
         name = self.document(path)
@@ -244,22 +254,38 @@ class Store:
             return self.fetch(name, metadata.get("if-none-match"))
         if verb == "VERSIONS":
             return self.list_versions(name)
-        with self.lock(name), self.writing():  # the expected-version check and the write are one step
+        with self.writing():  # the expected-version check and the write are one step
             if verb == "ARCHIVE":
                 return self.archive(name)
             return self.write(verb, name, metadata, body)
 
     def document(self, path: str) -> str:
-        """The store-relative name of a document path; refuses anything outside ROOT."""
+        """The store-relative name of a document path; refuses anything outside ROOT.
+
+        Segments that could land on the store's own files (NAME.vN,
+        NAME.archived, a hidden name), that FETCH reads otherwise (a bare vN,
+        /health) or that the file system would refuse are bad requests, and
+        a document is never the parent of another.
+        """
         if not path.startswith("/") or any(ord(c) < 0x20 or c == "\x7f" for c in path):
             raise MarkFailure("bad-request", "Bad request", "path must start with / and hold no control characters")
         segments = path[1:].split("/")
-        if any(s in ("", ".", "..") for s in segments) or segments[0] == "versions" or path.endswith(".archived"):
-            raise MarkFailure("not-found", "Not found", f"{path} not found")
+        if any(s in ("", ".", "..") for s in segments) or segments[0] == "versions":
+            raise MarkFailure("not-found", "Not found", f"{_shown(path)} not found")
+        if len(path.encode("utf-8")) > MAX_PATH or any(len(s.encode("utf-8")) > MAX_SEGMENT for s in segments):
+            raise MarkFailure("bad-request", "Bad request", f"paths are limited to {MAX_PATH} bytes, "
+                                                            f"{MAX_SEGMENT} a segment")
+        if path == "/health" or any(_RESERVED_SEGMENT.fullmatch(s) for s in segments):
+            raise MarkFailure("bad-request", "Bad request",
+                              f"{_shown(path)}: names like .x, x.v1, x.archived, v1 and /health are reserved")
         name = "/".join(segments)
         parent = (self.root / name).parent.resolve()
         if parent != self.root and self.root not in parent.parents:
-            raise MarkFailure("not-found", "Not found", f"{path} not found")  # a symlinked directory escapes
+            raise MarkFailure("not-found", "Not found", f"{_shown(path)} not found")  # a symlinked directory escapes
+        for depth in range(1, len(segments)):
+            if (self.root.joinpath(*segments[:depth])).is_symlink():
+                raise MarkFailure("not-found", "Not found", f"{_shown(path)} not found: /"
+                                  f"{'/'.join(segments[:depth])} is a document")
         return name
 
     def current(self, name: str) -> int:
@@ -378,6 +404,9 @@ class Store:
         link = self.root / name
         target.parent.mkdir(parents=True, exist_ok=True)
         link.parent.mkdir(parents=True, exist_ok=True)
+        real = target.parent.resolve()
+        if real != self.versions and self.versions not in real.parents:  # a link planted in versions/
+            raise MarkFailure("not-found", "Not found", f"/{name} cannot be stored")
         if target.exists():  # no link reaches it (the version is N-1), so a crash left it
             target.unlink()
         temporary = link.parent / f".{link.name}.{uuid.uuid4().hex}"
@@ -415,9 +444,13 @@ class Store:
         seconds = self.version_file(name, version).stat().st_mtime
         return datetime.datetime.fromtimestamp(seconds, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
-    def lock(self, name: str) -> threading.Lock:
-        with self._locks_lock:
-            return self._locks.setdefault(name, threading.Lock())
+
+_RESERVED_SEGMENT = re.compile(r"\..*|.*\.v[0-9]+|.*\.archived|v[0-9]+")
+
+
+def _shown(path: str) -> str:
+    """A path as it may appear in an answer: cut short."""
+    return path if len(path) <= 200 else path[:200] + "..."
 
 
 _TEMPORARY_LINK = re.compile(r"\..+\.[0-9a-f]{32}")  # the name a new link has before its swap
@@ -450,12 +483,17 @@ def _remove(path: Path) -> None:
         pass
 
 
+def _is_digits(text: str) -> bool:
+    """ASCII digits only: "²" and "١" are digits to str.isdigit, not to Mark."""
+    return bool(text) and text.isascii() and text.isdigit()
+
+
 def parse_version(value: Optional[str], required: bool) -> Optional[int]:
     if value is None:
         if required:
             raise MarkFailure("bad-request", "Bad request", "expected-version is required")
         return None
-    if not value.isdigit() or len(value) > 18 or (required and int(value) < 1):
+    if not _is_digits(value) or len(value) > 18 or (required and int(value) < 1):
         raise MarkFailure("bad-request", "Bad request", f"invalid expected-version {value[:40]!r}")
     return int(value)
 
@@ -592,8 +630,9 @@ def read_request(text: str) -> Tuple[Dict[str, str], str]:
         raise MarkFailure("too-large", "Too large", "metadata is limited to 64 KiB")
     try:
         return read_frontmatter(text)
-    except ValueError as error:
-        raise MarkFailure("bad-request", "Bad request", f"malformed metadata: {str(error)[:120]}") from None
+    except ValueError:  # its text quotes the line, which may hold a token: never echoed
+        raise MarkFailure("bad-request", "Bad request",
+                          "malformed metadata: each line is key: value, the value plain or quoted") from None
 
 
 def write_message(metadata: Dict[str, str], body: str) -> str:

@@ -318,6 +318,17 @@ BAD = [
     ("encoded dot-dot", "FETCH", "/%2e%2e/%2e%2e/etc/passwd", b"", "not-found"),
     ("version store", "FETCH", "/versions/a.md.v1", b"", "not-found"),
     ("bad percent-encoding", "FETCH", "/%ff.md", b"", "bad-request"),
+    ("lone surrogate in auth", "PUBLISH", "/a.md", b'---\nauth: "\\ud800"\n---\nx', "bad-request"),
+    ("superscript digit version", "PUBLISH", "/a.md", '---\nauth: "dev-token"\nexpected-version: "²"\n---\nx'
+     .encode(), "bad-request"),
+    ("Arabic-Indic digit version", "PUBLISH", "/a.md", '---\nauth: "dev-token"\nexpected-version: "١"\n---\nx'
+     .encode(), "bad-request"),
+    ("5000-digit version path", "FETCH", "/a.md/v" + "9" * 5000, b"", "bad-request"),
+    ("document under a document", "PUBLISH", "/a.md/b.md", b'---\nauth: "dev-token"\n---\nx', "not-found"),
+    ("over-long segment", "PUBLISH", "/" + "s" * 300 + ".md", b'---\nauth: "dev-token"\n---\nx', "bad-request"),
+    ("over-long path", "FETCH", "/d" * 600, b"", "bad-request"),
+    ("a document named like a version", "PUBLISH", "/notes/v1", b'---\nauth: "dev-token"\n---\nx', "bad-request"),
+    ("a document named health", "PUBLISH", "/health", b'---\nauth: "dev-token"\n---\nx', "bad-request"),
 ]
 
 
@@ -486,3 +497,87 @@ def test_two_servers_on_one_root_lose_races_as_conflicts(tmp_path):
         total = int(send(one, "VERSIONS", "/a.md")[1]["total"])
         assert answers.count("created") == total - 1
         assert send(two, "VERSIONS", "/a.md")[1]["chain-valid"] == "true"
+
+
+# ------------------------------------------------- the store's own files
+
+@pytest.mark.parametrize("attack", ["/team/plan.md.archived/x.md", "/team/plan.md.v2/x.md", "/team/.plan.md.x/y.md",
+                                    "/team/future.md.v1/x.md"])
+def test_store_files_are_unreachable_from_document_paths(server, attack):
+    assert publish(server, "/team/plan.md", "v1\n", 0)[0] == "created"
+    assert publish(server, attack, "x")[0] == "bad-request"
+    assert send(server, "FETCH", "/team/plan.md")[0] == "ok"  # not archived, not wedged
+    assert publish(server, "/team/plan.md", "v2\n", 1)[0] == "created"
+    assert publish(server, "/team/future.md", "v1\n", 0)[0] == "created"
+
+
+def test_link_planted_in_versions_writes_nothing_outside(server, tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (tmp_path / "store" / "versions" / "docs").symlink_to(outside)
+    assert publish(server, "/docs/a.md", "x")[0] == "not-found"
+    assert list(outside.iterdir()) == []
+
+
+def test_content_length_that_is_not_ascii_closes_the_connection(server):
+    parts = urlsplit(server.url)
+    smuggled = b"FETCH /health HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n"
+    for header in ("Content-Length: \u00b2".encode(), b"Content-Length: 5\r\nContent-Length: 5"):
+        with socket.create_connection((parts.hostname, parts.port), timeout=10) as conn:
+            conn.sendall(b"PUBLISH /a.md HTTP/1.1\r\nHost: x\r\n" + header + b"\r\n\r\n" + smuggled)
+            answer = b""
+            while chunk := conn.recv(65536):
+                answer += chunk
+        assert answer.count(b"HTTP/1.1 200") == 1 and b'status: "bad-request"' in answer
+
+
+def test_head_gets_no_body(server):
+    parts = urlsplit(server.url)
+    connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=10)
+    connection.request("HEAD", "/a.md")
+    reply = connection.getresponse()
+    assert reply.status == 200 and reply.read() == b""
+    connection.close()
+    assert alive(server)
+
+
+def test_ipv6_loopback(tmp_path):
+    if not socket.has_ipv6:
+        pytest.skip("no IPv6 on this machine")
+    try:
+        running = serve(tmp_path / "store", host="::1", token=TOKEN, log=None)
+    except OSError:
+        pytest.skip("::1 is not configured here")
+    with running:
+        assert running.url.startswith("http://[::1]:") and alive(running)
+
+
+def test_quiet_server_prints_no_traceback(tmp_path):
+    script = (
+        "import socket, sys\n"
+        f"sys.path.insert(0, {str(Path(__file__).parent)!r})\n"
+        "from mark_server import serve\n"
+        f"with serve({str(tmp_path / 'store')!r}, token='t', log=None) as server:\n"
+        "    host, port = server.server_address[:2]\n"
+        "    for _ in range(20):  # connections that vanish mid-request\n"
+        "        with socket.create_connection((host, port)) as conn:\n"
+        "            conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b'\\x01\\x00\\x00\\x00\\x00\\x00\\x00\\x00')\n"
+        "            conn.sendall(b'PUBLISH /a.md HTTP/1.1\\r\\nContent-Length: 10\\r\\n\\r\\nabc')\n"
+    )
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0 and run.stderr == ""
+
+
+def test_log_lines_escape_the_method_and_never_echo_metadata(tmp_path):
+    log = io.StringIO()
+    with serve(tmp_path, token=TOKEN, log=log) as server:
+        status, _, body = send(server, "PUBLISH", "/a.md", raw=b"---\nauth:s3cret-token\n---\nx")
+        assert status == "bad-request" and "s3cret" not in body
+        parts = urlsplit(server.url)
+        with socket.create_connection((parts.hostname, parts.port), timeout=10) as conn:
+            conn.sendall(b"X\x1bY /a.md HTTP/1.1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+            answer = b""
+            while chunk := conn.recv(65536):
+                answer += chunk
+            assert b'status: "bad-request"' in answer
+    assert "s3cret" not in log.getvalue() and "\x1b" not in log.getvalue()
