@@ -37,6 +37,7 @@ import re
 import socket
 import sys
 import threading
+import time
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -71,10 +72,19 @@ def serve(root, host: str = "127.0.0.1", port: int = 0, token: Optional[str] = N
 
 
 class MarkServer(ThreadingHTTPServer):
-    """The HTTP server and its store; a context manager that closes itself."""
+    """The HTTP server and its store; a context manager that closes itself.
+
+    What one server holds is bounded: MAX_CONNECTIONS at once (one more is
+    closed as it arrives), MAX_BUFFERED bytes of request bodies in memory
+    across them (a request waits for room), and REQUEST_DEADLINE seconds to
+    receive a body (a client trickling one is dropped, nothing stored).
+    """
 
     daemon_threads = True
     request_queue_size = 256  # the default 5 resets connections when clients arrive in a burst
+    MAX_CONNECTIONS = 64
+    MAX_BUFFERED = 128 * 1024 * 1024
+    REQUEST_DEADLINE = 60.0
 
     def __init__(self, root, host: str, port: int, token: Optional[str], tokens_file=None,
                  log: Optional[TextIO] = sys.stderr):
@@ -83,20 +93,28 @@ class MarkServer(ThreadingHTTPServer):
         self._open: set = set()  # connections being served, so close() can drop them
         self._open_lock = threading.Lock()
         self.grants = load_grants(token, tokens_file)
+        self.slots = threading.BoundedSemaphore(self.MAX_CONNECTIONS)
+        self.buffered = _Budget(self.MAX_BUFFERED)
         self.address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
         super().__init__((host, port), Handler)
         host, port = self.server_address[:2]
         self.url = f"http://{'[' + host + ']' if ':' in host else host}:{port}"
 
     def process_request(self, request, client_address) -> None:
+        if not self.slots.acquire(blocking=False):
+            request.close()  # full: the client sees the connection closed and may come back
+            return
         with self._open_lock:
             self._open.add(request)
         super().process_request(request, client_address)
 
     def shutdown_request(self, request) -> None:
         with self._open_lock:
+            served = request in self._open
             self._open.discard(request)
         super().shutdown_request(request)
+        if served:
+            self.slots.release()
 
     def handle_error(self, request, client_address) -> None:
         """A connection that broke: one line in the log, never a traceback on stderr."""
@@ -166,7 +184,8 @@ class Handler(BaseHTTPRequestHandler):
             for _ in range(min(int(length), 4 * MAX_DOCUMENT) // (1 << 20)):
                 self.rfile.read(1 << 20)
             raise MarkFailure("too-large", "Too large", f"requests are limited to {MAX_DOCUMENT} bytes")
-        raw = self.rfile.read(int(length))
+        with self.server.buffered.reserve(int(length)):
+            raw = self.receive(int(length))
         if len(raw) != int(length):  # the client went away mid-body: half a request is no request
             self.close_connection = True
             raise MarkFailure("bad-request", "Bad request", "the request body was cut off")
@@ -183,8 +202,50 @@ class Handler(BaseHTTPRequestHandler):
             self.server.grants.check(metadata.get("auth"), verb, version.group(1) if version else path)
         return self.server.store.run(verb, path, metadata, body)
 
+    def receive(self, length: int) -> bytes:
+        """The body, read by the request deadline; shorter if the client stopped or was too slow."""
+        deadline = time.monotonic() + self.server.REQUEST_DEADLINE
+        chunks, size = [], 0
+        while size < length:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                break
+            self.connection.settimeout(remaining)
+            try:
+                chunk = self.rfile.read1(min(1 << 16, length - size))
+            except OSError:  # the deadline passed mid-read, or the connection broke
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        self.connection.settimeout(self.timeout)
+        return b"".join(chunks)
+
     def log_message(self, format, *args) -> None:
         """Silenced: `exchange` logs one line per request, never a token."""
+
+
+class _Budget:
+    """Bytes of request bodies the server may hold at once; a request waits for room."""
+
+    def __init__(self, limit: int):
+        self.limit, self.used = limit, 0
+        self._room = threading.Condition()
+
+    @contextlib.contextmanager
+    def reserve(self, size: int):
+        if size > self.limit:
+            raise MarkFailure("too-large", "Too large", f"requests are limited to {self.limit} bytes here")
+        with self._room:
+            self._room.wait_for(lambda: self.used + size <= self.limit)
+            self.used += size
+        try:
+            yield
+        finally:
+            with self._room:
+                self.used -= size
+                self._room.notify_all()
 
 
 class MarkFailure(Exception):

@@ -8,13 +8,14 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
 
 from mark_publish import read_frontmatter, write_frontmatter
-from mark_server import serve
+from mark_server import MarkServer, serve
 
 TOKEN = "dev-token"
 
@@ -581,3 +582,64 @@ def test_log_lines_escape_the_method_and_never_echo_metadata(tmp_path):
                 answer += chunk
             assert b'status: "bad-request"' in answer
     assert "s3cret" not in log.getvalue() and "\x1b" not in log.getvalue()
+
+
+# ------------------------------------------------------ bounded resources
+
+def test_connections_over_the_cap_are_closed_at_once(tmp_path, monkeypatch):
+    monkeypatch.setattr(MarkServer, "MAX_CONNECTIONS", 4)
+    with serve(tmp_path / "store", token=TOKEN, log=None) as server:
+        parts = urlsplit(server.url)
+        idle = [socket.create_connection((parts.hostname, parts.port), timeout=10) for _ in range(4)]
+        try:
+            with socket.create_connection((parts.hostname, parts.port), timeout=10) as extra:
+                extra.sendall(b"FETCH /health HTTP/1.1\r\nContent-Length: 0\r\n\r\n")
+                try:
+                    assert extra.recv(1024) == b""  # closed, not queued behind the idle four
+                except ConnectionResetError:
+                    pass
+        finally:
+            for conn in idle:
+                conn.close()
+        assert alive(server)  # slots come back when connections end
+
+
+def test_a_body_trickled_past_the_deadline_is_dropped(tmp_path, monkeypatch):
+    monkeypatch.setattr(MarkServer, "REQUEST_DEADLINE", 1.0)
+    with serve(tmp_path / "store", token=TOKEN, log=None) as server:
+        raw = (write_frontmatter({"auth": TOKEN}) + "x" * 40).encode()
+        parts = urlsplit(server.url)
+        with socket.create_connection((parts.hostname, parts.port), timeout=10) as conn:
+            conn.sendall(f"PUBLISH /a.md HTTP/1.1\r\nContent-Length: {len(raw)}\r\n\r\n".encode() + raw[:-20])
+            dropped = False
+            for byte in raw[-20:]:  # bounded: a byte every 0.2 s, 4 s in all
+                try:
+                    conn.sendall(bytes([byte]))
+                except OSError:
+                    dropped = True
+                    break
+                time.sleep(0.2)
+            answer = b""
+            try:
+                while chunk := conn.recv(65536):
+                    answer += chunk
+            except OSError:
+                pass
+        assert dropped or b'status: "bad-request"' in answer
+        assert send(server, "FETCH", "/a.md")[0] == "not-found"  # nothing stored
+
+
+def test_buffered_bodies_are_bounded(tmp_path, monkeypatch):
+    monkeypatch.setattr(MarkServer, "MAX_BUFFERED", 1 << 20)
+    with serve(tmp_path / "store", token=TOKEN, log=None) as server:
+        assert publish(server, "/big.md", "x" * (2 << 20))[0] == "too-large"
+        # Bodies that fit take turns: 3 writers of 600 KB each never hold more than 1 MiB.
+        results = []
+        threads = [threading.Thread(target=lambda n=n: results.append(
+            publish(server, f"/w{n}.md", "y" * 600_000)[0])) for n in range(3)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert results == ["created"] * 3
+        assert server.buffered.used == 0
