@@ -177,13 +177,14 @@ class Handler(BaseHTTPRequestHandler):
             # The rest of the stream cannot be framed: it must never be read as another request.
             self.close_connection = True
             raise MarkFailure("bad-request", "Bad request", "send one Content-Length of ASCII digits")
-        if int(length) > MAX_DOCUMENT + MAX_METADATA:
-            # Read a moderately oversized body so the client sees the answer, not a
-            # reset; past that, just close: the unread rest must not be parsed.
+        limit = min(MAX_DOCUMENT + MAX_METADATA, self.server.buffered.limit)
+        if int(length) > limit:
+            # Read a moderately oversized body, keeping none of it, so the client
+            # sees the answer, not a reset; past that, just close: the unread
+            # rest must not be parsed as another request.
             self.close_connection = True
-            for _ in range(min(int(length), 4 * MAX_DOCUMENT) // (1 << 20)):
-                self.rfile.read(1 << 20)
-            raise MarkFailure("too-large", "Too large", f"requests are limited to {MAX_DOCUMENT} bytes")
+            self.receive(min(int(length), 4 * MAX_DOCUMENT), keep=False)
+            raise MarkFailure("too-large", "Too large", f"requests are limited to {limit} bytes")
         with self.server.buffered.reserve(int(length)):
             raw = self.receive(int(length))
         if len(raw) != int(length):  # the client went away mid-body: half a request is no request
@@ -202,8 +203,11 @@ class Handler(BaseHTTPRequestHandler):
             self.server.grants.check(metadata.get("auth"), verb, version.group(1) if version else path)
         return self.server.store.run(verb, path, metadata, body)
 
-    def receive(self, length: int) -> bytes:
-        """The body, read by the request deadline; shorter if the client stopped or was too slow."""
+    def receive(self, length: int, keep: bool = True) -> bytes:
+        """The body, read by the request deadline; shorter if the client stopped or was too slow.
+
+        With `keep=False` it is read and dropped as it comes.
+        """
         deadline = time.monotonic() + self.server.REQUEST_DEADLINE
         chunks, size = [], 0
         while size < length:
@@ -217,7 +221,8 @@ class Handler(BaseHTTPRequestHandler):
                 break
             if not chunk:
                 break
-            chunks.append(chunk)
+            if keep:
+                chunks.append(chunk)
             size += len(chunk)
         self.connection.settimeout(self.timeout)
         return b"".join(chunks)
@@ -235,8 +240,7 @@ class _Budget:
 
     @contextlib.contextmanager
     def reserve(self, size: int):
-        if size > self.limit:
-            raise MarkFailure("too-large", "Too large", f"requests are limited to {self.limit} bytes here")
+        """Hold `size` bytes of the budget (at most its limit) while the block runs."""
         with self._room:
             self._room.wait_for(lambda: self.used + size <= self.limit)
             self.used += size
