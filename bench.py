@@ -3,6 +3,7 @@
     python bench.py diff3     # diff3() against `git merge-file -p`, same files, same run
     python bench.py shapes    # how often each merges clean and right, clean and wrong, or conflicts
     python bench.py publish   # the merge publish loop against the reference server
+    python bench.py crash     # kill -9 the server mid-write: acknowledged versions lost, documents wedged
 
 Every scenario is built from a fixed seed, so two runs measure the same work.
 Times are medians of several runs; the machine is shared and noisy, so
@@ -10,6 +11,8 @@ compare ratios measured in one run rather than absolute figures across runs.
 """
 
 import argparse
+import hashlib
+import os
 import random
 import shutil
 import statistics
@@ -25,7 +28,7 @@ import requests
 
 from demo import add_line, sectioned_document
 from diff3 import diff3
-from mark_publish import MarkClient, mark_publish
+from mark_publish import MarkClient, MarkError, mark_publish
 from mark_server import serve
 from testkit import SHAPES, generate
 
@@ -243,6 +246,77 @@ lines: lines inside conflict blocks, all cases together.  Cases come from testki
 (seeds 0 to cases-1); where the edits meet, only a conflict is right.""")
 
 
+# ----------------------------------------------------------------- crash
+
+def bench_crash(args) -> None:
+    """kill -9 the reference server while two writers publish, again and again.
+
+    Counts acknowledged versions that a restart no longer holds byte for
+    byte, and documents that no longer take a write (wedged).
+    """
+    rng = random.Random(9)
+    token = "crash-token"
+    acknowledged = {}  # (path, version) -> sha256 of the body the server said it stored
+    refused = []  # a writer's write the server refused other than by conflict: a wedged document
+    lost = wedged = 0
+    with tempfile.TemporaryDirectory() as root:
+        for _ in range(args.kills):
+            process, url = start_server(root, token)
+            writers = [threading.Thread(target=crash_writer, args=(url, token, path, size, acknowledged, refused))
+                       for path, size in (("/small.md", 200), ("/large.md", 2 << 20))]
+            for writer in writers:
+                writer.start()
+            time.sleep(rng.uniform(0.02, 0.4))
+            process.kill()  # SIGKILL: no cleanup of any kind
+            process.wait()
+            for writer in writers:
+                writer.join()
+        process, url = start_server(root, token)
+        try:
+            client = MarkClient(url, token=token, timeout=30)
+            for (path, version), digest in sorted(acknowledged.items()):
+                stored = client.fetch(path, version=version)
+                lost += stored.status != "ok" or hashlib.sha256(stored.body.encode()).hexdigest() != digest
+            for path in ("/small.md", "/large.md"):
+                current = client.fetch(path)
+                version = int(current.metadata["version"]) if current.status == "ok" else 0
+                wedged += client.publish(path, f"after the kills {rng.random()}\n", version).status != "created"
+        finally:
+            process.kill()
+            process.wait()
+    print(f"kills: {args.kills}   acknowledged versions: {len(acknowledged)}   lost: {lost}   "
+          f"writes refused as if wedged: {len(refused)}   documents wedged at the end: {wedged}")
+
+
+def start_server(root: str, token: str):
+    """mark_server.py as its own process on a free port; (process, url)."""
+    process = subprocess.Popen([sys.executable, str(Path(__file__).with_name("mark_server.py")),
+                                "--root", root, "--port", "0"],
+                               env={**os.environ, "MARK_TOKEN": token}, stderr=subprocess.PIPE, text=True)
+    url = process.stderr.readline().rsplit(" at ", 1)[1].strip()
+    return process, url
+
+
+def crash_writer(url: str, token: str, path: str, size: int, acknowledged: dict, refused: list) -> None:
+    """Publish new versions of `path` until the server dies; record what it acknowledged,
+    and any write it refused for a reason but a conflict."""
+    client = MarkClient(url, token=token, timeout=5)
+    try:
+        latest = client.fetch(path)
+        version = int(latest.metadata["version"]) if latest.status == "ok" else 0
+        while True:
+            body = f"{path} v{version + 1} {time.time()}\n" + "x" * size
+            response = client.publish(path, body, version)
+            if response.status != "created":
+                if response.status != "conflict":
+                    refused.append((path, response.status))
+                return
+            version = int(response.metadata["version"])
+            acknowledged[(path, version)] = hashlib.sha256(body.encode()).hexdigest()
+    except MarkError:
+        return  # the server is gone
+
+
 # --------------------------------------------------------------- publish
 
 def publish_round(url: str, token: str, writer: str, edits: int, mode: str, path: str) -> dict:
@@ -318,6 +392,9 @@ def main() -> None:
     s = sub.add_parser("shapes", help="diff3 and git on generated cases with a known intended merge")
     s.add_argument("--cases", type=int, default=1000, help="cases per shape")
     s.set_defaults(run=bench_shapes)
+    c = sub.add_parser("crash", help="kill -9 the server mid-write; count lost and wedged")
+    c.add_argument("--kills", type=int, default=100)
+    c.set_defaults(run=bench_crash)
     p = sub.add_parser("publish", help="the merge loop against the reference server, and a naive caller")
     p.add_argument("--edits", type=int, default=20, help="edits per writer")
     p.set_defaults(run=bench_publish)
