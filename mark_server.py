@@ -37,7 +37,6 @@ import re
 import socket
 import sys
 import threading
-import time
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -77,7 +76,7 @@ class MarkServer(ThreadingHTTPServer):
     What one server holds is bounded: MAX_CONNECTIONS at once (one more is
     closed as it arrives), MAX_BUFFERED bytes of request bodies in memory
     across them (a request waits for room), and REQUEST_DEADLINE seconds to
-    receive a body (a client trickling one is dropped, nothing stored).
+    receive a whole request (a client trickling one is dropped, nothing stored).
     """
 
     daemon_threads = True
@@ -203,28 +202,46 @@ class Handler(BaseHTTPRequestHandler):
             self.server.grants.check(metadata.get("auth"), verb, version.group(1) if version else path)
         return self.server.store.run(verb, path, metadata, body)
 
-    def receive(self, length: int, keep: bool = True) -> bytes:
-        """The body, read by the request deadline; shorter if the client stopped or was too slow.
+    def handle_one_request(self) -> None:
+        """One request, which must arrive whole (line, headers, body) by REQUEST_DEADLINE.
 
-        With `keep=False` it is read and dropped as it comes.
+        A client trickling any part of it, or idling between requests, is
+        dropped then: its connection is shut, and what it sent is not stored.
         """
-        deadline = time.monotonic() + self.server.REQUEST_DEADLINE
+        self.watchdog = threading.Timer(self.server.REQUEST_DEADLINE, self.drop)
+        self.watchdog.daemon = True
+        self.watchdog.start()
+        try:
+            super().handle_one_request()
+        finally:
+            self.watchdog.cancel()
+
+    def drop(self) -> None:
+        self.close_connection = True
+        try:
+            self.connection.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+    def receive(self, length: int, keep: bool = True) -> bytes:
+        """The body; shorter if the client stopped or was dropped.
+
+        With `keep=False` it is read and dropped as it comes.  Once it is
+        in, the request deadline no longer applies.
+        """
         chunks, size = [], 0
         while size < length:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                break
-            self.connection.settimeout(remaining)
             try:
                 chunk = self.rfile.read1(min(1 << 16, length - size))
-            except OSError:  # the deadline passed mid-read, or the connection broke
+            except OSError:  # dropped at the deadline, or the connection broke
                 break
             if not chunk:
                 break
             if keep:
                 chunks.append(chunk)
             size += len(chunk)
-        self.connection.settimeout(self.timeout)
+        if size == length:
+            self.watchdog.cancel()
         return b"".join(chunks)
 
     def log_message(self, format, *args) -> None:

@@ -629,6 +629,25 @@ def test_a_body_trickled_past_the_deadline_is_dropped(tmp_path, monkeypatch):
         assert send(server, "FETCH", "/a.md")[0] == "not-found"  # nothing stored
 
 
+def test_a_request_line_trickled_past_the_deadline_is_dropped(tmp_path, monkeypatch):
+    monkeypatch.setattr(MarkServer, "REQUEST_DEADLINE", 1.0)
+    with serve(tmp_path / "store", token=TOKEN, log=None) as server:
+        parts = urlsplit(server.url)
+        with socket.create_connection((parts.hostname, parts.port), timeout=10) as conn:
+            start = time.monotonic()
+            try:
+                for byte in b"FETCH /health HTTP/1.1\r\nX-Slow: " + b"y" * 20:  # bounded: 0.2 s a byte
+                    conn.sendall(bytes([byte]))
+                    time.sleep(0.2)
+                    if time.monotonic() - start > 3:
+                        break
+                assert conn.recv(1024) == b""
+            except OSError:
+                pass  # dropped: what a dropped connection looks like from here
+            assert time.monotonic() - start < 3  # dropped at the deadline, long before the 9 s trickle ends
+        assert alive(server)
+
+
 def test_buffered_bodies_are_bounded(tmp_path, monkeypatch):
     monkeypatch.setattr(MarkServer, "MAX_BUFFERED", 1 << 20)
     with serve(tmp_path / "store", token=TOKEN, log=None) as server:
