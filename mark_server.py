@@ -11,8 +11,8 @@ Mark request and response are the HTTP bodies, always HTTP 200) and keeps the
 Mark store's semantics: FETCH, LIST, VERSIONS, PUBLISH, APPEND, ARCHIVE;
 versions 1, 2, 3 ... per document, immutable, each stored with a SHA-256
 hash chain; `expected-version` checked and the next version created as one
-atomic step per document.  It is a development and test peer for
-mark_publish.py, never imported by it.
+atomic step, under a lock that other servers on the same root honour too.
+It is a development and test peer for mark_publish.py, never imported by it.
 
 The store on disk is the Mark layout:
 
@@ -20,10 +20,18 @@ The store on disk is the Mark layout:
     ROOT/versions/doc.md.v1       "---\\nversion: ...\\n---\\n" then the body, never changed
     ROOT/versions/doc.md.v2       adds previous-hash: sha256-<hex of the v1 file's bytes>
     ROOT/versions/doc.md.archived present while the document is archived
+    ROOT/versions/.lock           the store's write lock
+
+A version is acknowledged only once every byte of it, its directory entry
+and the link's swap are on disk (fsync); whatever a crash leaves before
+that (a version file no link reaches, a temporary link) is swept away at
+start and when met.  No document path can reach the store's own files:
+segments like `.x`, `x.v1`, `x.archived` and `v1`, and `/health`, are refused.
 
 Writes need a capability token, kept only as a SHA-256 hash: a dev token
-(MARK_TOKEN, or `serve(token=...)`) may write everywhere; `--tokens FILE`
-reads a Demarkus TOML token file (Python 3.11+).  With no token configured,
+(MARK_TOKEN, or `serve(token=...)`) may publish everywhere; `--tokens FILE`
+reads a Demarkus TOML token file (Python 3.11+; see `load_grants`), whose
+`read` grants also make their paths private.  With no token configured,
 every write is refused: secure by default.
 """
 
