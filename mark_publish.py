@@ -55,7 +55,6 @@ from urllib.parse import quote, urlsplit
 
 import requests
 from urllib3 import exceptions as urllib3_exceptions
-from urllib3.exceptions import NewConnectionError
 
 from diff3 import diff3
 
@@ -355,7 +354,7 @@ def _never_sent(error: requests.RequestException) -> bool:
     if isinstance(error, requests.ConnectTimeout):
         return True
     reason = getattr(error.args[0] if error.args else None, "reason", None)
-    return isinstance(error, requests.ConnectionError) and isinstance(reason, NewConnectionError)
+    return isinstance(error, requests.ConnectionError) and isinstance(reason, urllib3_exceptions.NewConnectionError)
 
 
 def _read_answer(http: requests.Response, doing: str, deadline: float) -> bytes:
@@ -378,7 +377,7 @@ def _read_answer(http: requests.Response, doing: str, deadline: float) -> bytes:
                 raise _AnswerLost("transport", f"{doing}: no whole answer within the timeout")
             connection = http.raw.connection
             if connection is not None and connection.sock is not None:
-                connection.sock.settimeout(remaining)  # each wait ends by the deadline
+                connection.sock.settimeout(remaining)  # so the worker itself stops at the deadline
             chunk = http.raw.read1(65536)
             if not chunk:
                 break
