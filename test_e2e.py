@@ -80,11 +80,11 @@ def test_three_writers_from_one_base(server):
     calls = [lambda w=w: mark_publish(client(server), PATH, add_line(base, w, f"{w} was here"), 1,
                                       on_conflict="merge") for w in writers]
     results = together(*calls)
-    assert all(r.status == "ok" or r.reason == "contention" for r in results)
+    # Each failed attempt means another writer landed, and each lands once:
+    # with three attempts, all three writers land.
+    assert [r.status for r in results] == ["ok"] * 3
     final = client(server).fetch(PATH).body
-    for writer, result in zip(writers, results):
-        assert (f"{writer} was here" in final) == (result.status == "ok")
-    assert sum(r.status == "ok" for r in results) >= 2
+    assert all(f"{writer} was here" in final for writer in writers)
 
 
 def test_stress_nothing_lost_silently(server, capsys):

@@ -242,11 +242,14 @@ def test_bad_client_arguments(kwargs, error, word):
 
 @pytest.mark.parametrize("host", ["http://localhost:1", "http://127.8.0.1", "http://[::1]:80", "https://example.com"])
 def test_token_allowed_on_loopback_and_https(host):
-    assert MarkClient(host, token=TOKEN)
+    client = MarkClient(host, token=TOKEN)
+    assert (client.base_url, repr(client)) == (host, f"MarkClient({host!r}, token=<set>)")
 
 
 def test_insecure_http_needs_explicit_consent():
-    assert MarkClient("http://10.0.0.2", token=TOKEN, allow_insecure_http=True)
+    with pytest.raises(ValueError, match="allow_insecure_http"):
+        MarkClient("http://10.0.0.2", token=TOKEN)
+    assert MarkClient("http://10.0.0.2", token=TOKEN, allow_insecure_http=True).base_url == "http://10.0.0.2"
 
 
 def test_token_never_in_repr_url_or_error(server):
