@@ -108,6 +108,7 @@ from collections import Counter
 from itertools import chain, filterfalse
 from typing import Iterator, List, NamedTuple, Optional, Sequence, Tuple
 
+__version__ = "0.2.0"  # the release this file is from; vendored copies keep saying it
 __all__ = ["diff3", "Merge", "get_hunks", "split_lines", "join_lines", "main"]
 
 
@@ -889,6 +890,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         prog="mark-diff3",
         description="Three-way merge of text files, written to stdout with git-style conflict markers.",
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     parser.add_argument("ours")
     parser.add_argument("base")
     parser.add_argument("theirs")

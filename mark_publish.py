@@ -58,6 +58,7 @@ from urllib3 import exceptions as urllib3_exceptions
 
 from diff3 import diff3
 
+__version__ = "0.2.0"  # the release this file is from; vendored copies keep saying it
 __all__ = [
     "MarkClient", "MarkResponse", "MarkError", "PublishResult",
     "mark_publish", "merge_and_publish", "mark_append", "MARK_PUBLISH_TOOL", "main",
@@ -690,6 +691,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         prog="mark-publish",
         description="Publish a markdown body to a Mark server. The token comes from $MARK_TOKEN.",
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     parser.add_argument("--server", required=True, help="base URL, e.g. http://127.0.0.1:6309")
     parser.add_argument("path", help="document path, e.g. /notes.md")
     parser.add_argument("--expected-version", type=int, required=True, metavar="N")

@@ -56,6 +56,7 @@ try:
 except ImportError:  # Windows
     fcntl = None
 
+__version__ = "0.2.0"  # the release this file is from; vendored copies keep saying it
 __all__ = ["serve", "MarkServer", "main"]
 
 MAX_METADATA = 64 * 1024
@@ -860,7 +861,9 @@ def error_body(title: str, detail: str) -> str:
 # -------------------------------------------------------------------- CLI
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description="Reference Mark server over HTTP (token: $MARK_TOKEN).")
+    parser = argparse.ArgumentParser(prog="mark-server",
+                                     description="Reference Mark server over HTTP (token: $MARK_TOKEN).")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     parser.add_argument("--root", required=True, help="store directory (created if missing)")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=6309)
