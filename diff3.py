@@ -16,14 +16,15 @@ decides per place:
 
 * changed by one side only: that side's lines are taken;
 * changed by both, identically: the lines appear once;
-* changed by both, differently: a conflict block
-      <<<<<<< ours
-      ours' lines
-      ||||||| base          (only with style="diff3")
-      base lines
-      =======
-      theirs' lines
-      >>>>>>> theirs
+* changed by both, differently: a conflict block (drawn here with a
+  margin of "| ", which the merge does not write)
+      | <<<<<<< ours
+      | ours' lines
+      | ||||||| base          (only with style="diff3")
+      | base lines
+      | =======
+      | theirs' lines
+      | >>>>>>> theirs
   and `had_conflict` is True.
 
 A clean merge is published with no one looking, so it must be right:
@@ -799,8 +800,9 @@ def _edit_budget(n: int, m: int) -> int:
 
     A small gap gets all it may need, so its diff is minimal.  Beyond that
     the search costs about budget squared steps in Python plus budget
-    times length in C slice compares, so a budget near sqrt(length) keeps
-    each search to O(length) Python steps.
+    times length in C slice compares: a budget near sqrt(length) keeps
+    the Python steps linear in the length, while the slice compares grow
+    as length times sqrt(length), at C speed.
     """
     if n * m <= _SMALL_GAP:
         return n + m

@@ -1,17 +1,27 @@
 """Publish to a Mark Protocol server over HTTP without losing concurrent edits.
 
     >>> from mark_publish import MarkClient, mark_publish
-    >>> client = MarkClient("http://127.0.0.1:6309", token=os.environ["MARK_TOKEN"])
+    >>> client = MarkClient(url, token="dev-secret")      # your server's URL; token=os.environ["MARK_TOKEN"]
+    >>> client.publish("/notes.md", "# Notes\\n\\nA.\\n\\nB.\\n", expected_version=0).status
+    'created'
     >>> page = client.fetch("/notes.md")                  # MarkResponse(status, metadata, body)
     >>> version = int(page.metadata["version"])
-    >>> res = mark_publish(client, "/notes.md", edit(page.body), expected_version=version,
-    ...                    on_conflict="merge")
-    >>> print(res.to_text())
+    >>> client.publish("/notes.md", "# Notes\\n\\nA.\\n\\nB, theirs.\\n", version).status  # someone else
+    'created'
+    >>> res = mark_publish(client, "/notes.md", page.body.replace("A.", "A, ours."),
+    ...                    expected_version=version, on_conflict="merge")
+    >>> print(res.to_text(), end="")
     status: ok
-    version: 8
+    version: 3
     merged: true
-    base-version: 6
-    their-version: 7
+    base-version: 1
+    their-version: 2
+    <BLANKLINE>
+    # Notes
+    <BLANKLINE>
+    A, ours.
+    <BLANKLINE>
+    B, theirs.
 
     $ MARK_TOKEN=... python -m mark_publish --server URL /notes.md --expected-version 6 \\
           --on-conflict merge --file notes.md      # exit 0 ok, 1 conflict, 2 error

@@ -2,9 +2,11 @@
 
     $ MARK_TOKEN=dev-secret python mark_server.py --root ./store      # http://127.0.0.1:6309
 
+    >>> import tempfile
     >>> from mark_server import serve
-    >>> with serve("/tmp/store", token="dev-secret") as server:       # a free loopback port
-    ...     client = MarkClient(server.url, token="dev-secret")
+    >>> with serve(tempfile.mkdtemp(), token="dev-secret", log=None) as server:  # a free loopback port
+    ...     print(server.url)                                  # MarkClient(server.url, token=...)
+    http://127.0.0.1:...
 
 It speaks the Mark-over-HTTP binding (the Mark verb is the HTTP method, the
 Mark request and response are the HTTP bodies, always HTTP 200) and keeps the
