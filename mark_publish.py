@@ -421,7 +421,7 @@ def mark_publish(
         raise ValueError(f'on_conflict must be "fail" or "merge", not {on_conflict!r}')
     response = client.publish(path, body, expected_version, metadata)
     if response.status in ("ok", "created"):
-        return PublishResult("ok", version=_version(response, "version"), merged=False)
+        return PublishResult("ok", version=_int_field(response, "version"), merged=False)
     if response.status != "conflict":
         raise MarkError.from_response(response, f"PUBLISH {path}")
     if on_conflict == "fail":
@@ -429,27 +429,27 @@ def mark_publish(
         # current version is then this very body, and nothing is left to do.
         latest = client.fetch(path)
         if latest.status == "ok" and latest.body == body:
-            return PublishResult("ok", version=_version(latest, "version"), merged=False)
+            return PublishResult("ok", version=_int_field(latest, "version"), merged=False)
         return PublishResult("conflict", your_version=expected_version,
-                             current_version=_version(response, "server-version"))
+                             current_version=_int_field(response, "server-version"))
     return merge_and_publish(client, path, body, expected_version, max_retries, metadata)
 
 
 def merge_and_publish(
     client: MarkClient,
     path: str,
-    ours: str,
+    body: str,
     expected_version: int,
     max_retries: int = 3,
     metadata: Optional[Dict[str, str]] = None,
 ) -> PublishResult:
-    """Merge `ours` (edited from `expected_version`) onto the latest version and publish it.
+    """Merge `body` (edited from `expected_version`) onto the latest version and publish it.
 
     When that version is gone (never was, or dropped by the server's
     retention), returns `status: conflict, reason: base-unavailable`: fetch
     the document and redo the edit.
     """
-    _check_publish(path, ours, expected_version, max_retries)
+    _check_publish(path, body, expected_version, max_retries)
     base = ""
     if expected_version:
         response = client.fetch(path, version=expected_version)
@@ -458,7 +458,7 @@ def merge_and_publish(
             if latest.status != "ok":
                 raise MarkError.from_response(latest, f"FETCH {path}")
             return PublishResult("conflict", your_version=expected_version,
-                                 current_version=_version(latest, "version"), mergeable=False,
+                                 current_version=_int_field(latest, "version"), mergeable=False,
                                  reason="base-unavailable")
         if response.status != "ok":
             raise MarkError.from_response(response, f"FETCH {path}/v{expected_version}")
@@ -468,21 +468,21 @@ def merge_and_publish(
         latest = client.fetch(path)
         if latest.status != "ok":
             raise MarkError.from_response(latest, f"FETCH {path}")
-        their_version = _version(latest, "version")
-        if latest.body == ours:  # already there: a retry of a publish that landed
+        their_version = _int_field(latest, "version")
+        if latest.body == body:  # already there: a retry of a publish that landed
             return PublishResult("ok", version=their_version, merged=False)
-        merged, had_conflict = diff3(base, ours, latest.body)
+        merged, had_conflict = diff3(base, body, latest.body)
         if had_conflict:
             return PublishResult("conflict", your_version=expected_version,
                                  current_version=their_version, mergeable=False, body=merged)
         response = client.publish(path, merged, their_version, metadata)
         if response.status in ("ok", "created"):
-            return PublishResult("ok", version=_version(response, "version"), merged=True,
+            return PublishResult("ok", version=_int_field(response, "version"), merged=True,
                                  base_version=expected_version, their_version=their_version,
                                  body=merged)
         if response.status != "conflict":
             raise MarkError.from_response(response, f"PUBLISH {path}")
-        current_version = _version(response, "server-version")
+        current_version = _int_field(response, "server-version")
     return PublishResult("conflict", your_version=expected_version, current_version=current_version,
                          mergeable=False, reason="contention", retries=max_retries)
 
@@ -503,13 +503,13 @@ def mark_append(client: MarkClient, path: str, body: str,
         response = client.versions(path)
         if response.status != "ok":
             raise MarkError.from_response(response, f"VERSIONS {path}")
-        expected_version = _version(response, "current")
+        expected_version = _int_field(response, "current")
     response = client.append(path, body, expected_version)
     if response.status in ("ok", "created"):
-        return PublishResult("ok", version=_version(response, "version"), merged=False)
+        return PublishResult("ok", version=_int_field(response, "version"), merged=False)
     if response.status == "conflict":
         return PublishResult("conflict", your_version=expected_version,
-                             current_version=_version(response, "server-version"))
+                             current_version=_int_field(response, "server-version"))
     raise MarkError.from_response(response, f"APPEND {path}")
 
 
@@ -675,7 +675,8 @@ def _check_publish(path, body, expected_version, max_retries) -> None:
     _check_int("max_retries", max_retries, minimum=1)
 
 
-def _version(response: MarkResponse, key: str) -> int:
+def _int_field(response: MarkResponse, key: str) -> int:
+    """A version number from the response's metadata; MarkError if it is not one."""
     value = response.metadata.get(key, "")
     if not _is_digits(value):
         raise MarkError("transport", f"Mark response {response.status!r} lacks a version number {key!r}",
