@@ -3,6 +3,7 @@
 import hashlib
 import http.client
 import io
+import json
 import os
 import socket
 import subprocess
@@ -151,6 +152,12 @@ def token_file(tmp_path, **tables):
     return path
 
 
+def grant(token, paths, operations, expires=None):
+    """The TOML lines of one token's table."""
+    lines = f'hash = "{hashed(token)}"\npaths = {json.dumps(paths)}\noperations = {json.dumps(operations)}'
+    return lines + (f"\nexpires = {expires}" if expires else "")
+
+
 needs_tomllib = pytest.mark.skipif(sys.version_info < (3, 11), reason="tomllib is Python 3.11+")
 
 
@@ -158,12 +165,10 @@ needs_tomllib = pytest.mark.skipif(sys.version_info < (3, 11), reason="tomllib i
 def test_token_file(tmp_path):
     tokens = token_file(
         tmp_path,
-        docs=f'hash = "{hashed("s3cret-docs")}"\npaths = ["/docs/*"]\noperations = ["publish"]',
-        deep=f'hash = "{hashed("deep")}"\npaths = ["/team/**/*.md"]\noperations = ["publish"]',
-        old=f'hash = "{hashed("old")}"\npaths = ["/**"]\noperations = ["publish"]\n'
-            'expires = "2030-01-01T10:00:00+05:00"',
-        gone=f'hash = "{hashed("gone")}"\npaths = ["/**"]\noperations = ["publish"]\n'
-             'expires = 2001-01-01T00:00:00+05:00',
+        docs=grant("s3cret-docs", ["/docs/*"], ["publish"]),
+        deep=grant("deep", ["/team/**/*.md"], ["publish"]),
+        old=grant("old", ["/**"], ["publish"], expires='"2030-01-01T10:00:00+05:00"'),
+        gone=grant("gone", ["/**"], ["publish"], expires="2001-01-01T00:00:00+05:00"),
     )
     with serve(tmp_path / "store", token="", tokens_file=tokens) as server:
         assert publish(server, "/docs/a.md", "x", token="s3cret-docs")[0] == "created"
@@ -185,8 +190,8 @@ def test_token_file(tmp_path):
 def test_read_grants_protect_their_paths(tmp_path):
     tokens = token_file(
         tmp_path,
-        reader=f'hash = "{hashed("rtok")}"\npaths = ["/private/**"]\noperations = ["read"]',
-        writer=f'hash = "{hashed("wtok")}"\npaths = ["/**"]\noperations = ["publish"]',
+        reader=grant("rtok", ["/private/**"], ["read"]),
+        writer=grant("wtok", ["/**"], ["publish"]),
     )
     with serve(tmp_path / "store", token="", tokens_file=tokens) as server:
         assert publish(server, "/private/p.md", "# secret\n", token="wtok")[0] == "created"
@@ -222,7 +227,7 @@ def test_malformed_token_file_refuses_to_load(tmp_path, name):
 
 @needs_tomllib
 def test_two_labels_with_one_hash_refuse_to_load(tmp_path):
-    same = f'hash = "{hashed("t")}"\npaths = ["/**"]\noperations = ["read"]'
+    same = grant("t", ["/**"], ["read"])
     with pytest.raises(ValueError, match="same hash"):
         serve(tmp_path / "store", token="", tokens_file=token_file(tmp_path, a=same, b=same))
 
