@@ -162,7 +162,7 @@ def get_hunks(a: Sequence, b: Sequence) -> List[Hunk]:
     a[a_lo:a_hi] became b[b_lo:b_hi].  Hunks are ascending and separated
     by at least one equal element.
     """
-    return _compact(a, b, _hunks(_matching_blocks(a, b, []), len(a), len(b)))
+    return _diff(a, b, [])
 
 
 def split_lines(text: str) -> List[str]:
@@ -296,7 +296,7 @@ def _changes(base: List[str], side: List[str], name: int, unique: set) -> List[_
     `unique` holds base's text lines when none of them repeats, else nothing.
     """
     doubts: List[Tuple[int, int]] = []
-    hunks = _compact(base, side, _hunks(_matching_blocks(base, side, doubts), len(base), len(side)))
+    hunks = _diff(base, side, doubts)
     if _repeated(base, side, hunks, unique):
         doubts += _doubts_without_blanks(base, side)
     spans = _union(doubts)
@@ -377,7 +377,7 @@ def _doubts_without_blanks(base: Sequence[str], side: Sequence[str]) -> List[Tup
     where_b = [j for j, line in enumerate(side) if not line.isspace()]
     a, b = [base[i] for i in where_a], [side[j] for j in where_b]
     doubts: List[Tuple[int, int]] = []
-    hunks = _compact(a, b, _hunks(_matching_blocks(a, b, doubts), len(a), len(b)))
+    hunks = _diff(a, b, doubts)
     for k, hunk in enumerate(hunks):
         floor = hunks[k - 1][1] + 1 if k else 0
         ceiling = hunks[k + 1][0] - 1 if k + 1 < len(hunks) else len(a)
@@ -388,12 +388,16 @@ def _doubts_without_blanks(base: Sequence[str], side: Sequence[str]) -> List[Tup
     return [(where_a[lo - 1] + 1 if lo else 0, where_a[hi]) for lo, hi in doubts]
 
 
-def _hunks(blocks: List[Tuple[int, int, int]], a_hi: int, b_hi: int, a_lo: int = 0,
-           b_lo: int = 0) -> List[Hunk]:
-    """The hunks between ascending matching blocks of a[a_lo:a_hi] and b[b_lo:b_hi]."""
+def _diff(a: Sequence, b: Sequence, doubts: List[Tuple[int, int]]) -> List[Hunk]:
+    """The compacted hunks from a to b; doubts as `_matching_blocks` adds them."""
+    return _compact(a, b, _hunks(_matching_blocks(a, b, doubts), len(a), len(b)))
+
+
+def _hunks(blocks: List[Tuple[int, int, int]], n: int, m: int) -> List[Hunk]:
+    """The hunks between ascending matching blocks of an n-element a and an m-element b."""
     hunks = []
-    i, j = a_lo, b_lo
-    for ai, bj, size in blocks + [(a_hi, b_hi, 0)]:
+    i = j = 0
+    for ai, bj, size in blocks + [(n, m, 0)]:
         if i < ai or j < bj:
             hunks.append((i, ai, j, bj))
         i, j = ai + size, bj + size

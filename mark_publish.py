@@ -194,16 +194,19 @@ class MarkClient:
         self._token = token
         self._proxies = dict(proxies or {})
         self._own_session = session is None
-        self._session = session if session is not None else self._new_session()
-        self._session.proxies.update(self._proxies)
+        if session is None:
+            session = self._new_session()
+        else:
+            session.proxies.update(self._proxies)
+        self._session = session
         self._versions: "OrderedDict[tuple, MarkResponse]" = OrderedDict()
 
-    @staticmethod
-    def _new_session() -> requests.Session:
+    def _new_session(self) -> requests.Session:
         session = requests.Session()
         # Proxies come from the caller, never from HTTP_PROXY and the like:
         # a proxy would see the token, which travels in the body.
         session.trust_env = False
+        session.proxies.update(self._proxies)
         return session
 
     def __repr__(self) -> str:
@@ -331,7 +334,6 @@ class MarkClient:
         if not outcome:
             if self._own_session:
                 self._session = self._new_session()
-                self._session.proxies.update(self._proxies)
             raise _AnswerLost("transport", f"{doing}: no whole answer within the timeout")
         if isinstance(outcome[0], MarkError):
             raise outcome[0]

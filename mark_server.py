@@ -209,7 +209,7 @@ class Handler(BaseHTTPRequestHandler):
             raise MarkFailure("bad-request", "Bad request", "request is not UTF-8") from None
         metadata, body = read_request(text)
         if not (verb == "FETCH" and path == "/health"):
-            version = re.fullmatch(r"(.+)/v[0-9]{1,18}", path) if verb == "FETCH" else None
+            version = _VERSION_PATH.fullmatch(path) if verb == "FETCH" else None
             self.server.grants.check(metadata.get("auth"), verb, version.group(1) if version else path)
         return self.server.store.run(verb, path, metadata, body)
 
@@ -339,7 +339,7 @@ class Store:
             return "ok", {}, "\n# OK\n"
         if verb == "LIST":
             return self.list(path)
-        match = re.fullmatch(r"(.+)/v([0-9]{1,18})", path)
+        match = _VERSION_PATH.fullmatch(path)
         if verb == "FETCH" and match:
             return self.fetch_version(self.document(match.group(1)), int(match.group(2)))
         name = self.document(path)
@@ -432,7 +432,7 @@ class Store:
         for version in range(1, current + 1):
             data, _ = self.read(name, version)
             header = data[:data.index(b"\n---\n", 3)].decode("utf-8")
-            expected = f'previous-hash: "sha256-{hashlib.sha256(previous).hexdigest()}"' if previous else None
+            expected = f'previous-hash: "{_sha256(previous)}"' if previous else None
             valid = valid and (expected in header.split("\n") if expected else "previous-hash" not in header)
             lines.append(f"- v{version} {self.modified(name, version)}\n")
             previous = data
@@ -492,7 +492,7 @@ class Store:
         """
         header = {"version": str(version)}
         if previous is not None:
-            header["previous-hash"] = "sha256-" + hashlib.sha256(previous).hexdigest()
+            header["previous-hash"] = _sha256(previous)
         target = self.version_file(name, version)
         link = self.root / name
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -538,6 +538,7 @@ class Store:
         return datetime.datetime.fromtimestamp(seconds, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+_VERSION_PATH = re.compile(r"(.+)/v([0-9]{1,18})")  # FETCH /doc.md/v3: version 3 of /doc.md
 _RESERVED_SEGMENT = re.compile(r"\..*|.*\.v[0-9]+|.*\.archived|v[0-9]+")
 
 
@@ -645,7 +646,7 @@ def load_grants(token: Optional[str], tokens_file=None) -> Grants:
             if digest in grants:
                 raise ValueError(f"tokens {grants[digest].label!r} and {label!r} have the same hash")
             grants[digest] = grant
-    if token is not None and token and not token.strip():
+    if token and not token.strip():
         raise ValueError("the dev token is blank")
     if token:
         grants[_hash(token)] = Grant("dev", ("/**",), frozenset({"publish"}), None)
@@ -701,7 +702,12 @@ def _segment_match(pattern: str, segment: str) -> bool:
 
 
 def _hash(token: str) -> str:
-    return "sha256-" + hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
+    return _sha256(token.encode("utf-8", "surrogatepass"))
+
+
+def _sha256(data: bytes) -> str:
+    """The hash form Mark writes everywhere: "sha256-<hex>"."""
+    return "sha256-" + hashlib.sha256(data).hexdigest()
 
 
 def _now() -> datetime.datetime:
