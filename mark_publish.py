@@ -266,10 +266,7 @@ class MarkClient:
         try:
             return self.request("APPEND", path, {"expected-version": str(expected_version)}, text)
         except _AnswerLost as lost:
-            # The binding joins with a newline only where the old text lacks
-            # one; older reference servers always added one.
-            return self._landed(lost, path, expected_version,
-                                lambda old: {_appended(old, text), old + "\n" + text}, {})
+            return self._landed(lost, path, expected_version, lambda old: {_appended(old, text)}, {})
 
     def versions(self, path: str) -> MarkResponse:
         """VERSIONS: `total`, `current` and `chain-valid` of a document."""
@@ -519,6 +516,12 @@ def mark_append(client: MarkClient, path: str, body: str,
 # ---- and mark_server.py (each file stays standalone); test_codec.py checks it.
 
 _PLAIN_KEY = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*\Z")
+_PLAIN_VALUE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+/=~-]*\Z")  # no YAML indicator, space or colon
+# What YAML reads as a number, a bool (YAML 1.1's too), null or a date, not a string.
+_NOT_A_STRING = re.compile(
+    r"(?:[-+]?(?:0b[01_]+|0o?[0-7_]+|0x[0-9a-fA-F_]+|[0-9][0-9_]*(?:\.[0-9_]*)?(?:[eE][-+]?[0-9]+)?)"
+    r"|[yYnN]|[Yy]es|YES|[Nn]o|NO|[Tt]rue|TRUE|[Ff]alse|FALSE|[Oo]n|ON|[Oo]ff|OFF|[Nn]ull|NULL"
+    r"|[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}(?:[Tt].*)?)\Z")
 _ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t", "\r": "\\r"}
 _UNESCAPES = {
     "0": "\0", "a": "\a", "b": "\b", "t": "\t", "\t": "\t", "n": "\n", "v": "\v", "f": "\f",
@@ -529,7 +532,7 @@ _HEX_ESCAPES = {"x": 2, "u": 4, "U": 8}
 
 
 def write_frontmatter(metadata: Dict[str, str]) -> str:
-    """A Mark frontmatter block, keys sorted, each value a YAML double-quoted scalar."""
+    """A Mark frontmatter block, keys sorted, values written as Go's yaml.v3 writes them."""
     lines = []
     for key in sorted(metadata):
         value = metadata[key]
@@ -537,12 +540,19 @@ def write_frontmatter(metadata: Dict[str, str]) -> str:
             raise ValueError(f"metadata key {key!r} must be letters, digits, '_', '-' or '.'")
         if not isinstance(value, str):
             raise TypeError(f"metadata value for {key!r} must be str, not {type(value).__name__}")
-        lines.append(f"{key}: {quote_scalar(value)}\n")
+        lines.append(f"{key}: {write_scalar(value)}\n")
     return "---\n" + ("".join(lines) or "\n") + "---\n"
 
 
-def quote_scalar(value: str) -> str:
-    """`value` as a YAML double-quoted scalar that Go's yaml.v3 reads back exactly."""
+def write_scalar(value: str) -> str:
+    """`value` as a YAML scalar that Go's yaml.v3 reads back exactly, in yaml.v3's style.
+
+    Plain where nothing in it could mean anything but a string (a token,
+    a hex etag, "ok"); otherwise double-quoted: "3", "2026-12-03T10:41:15Z",
+    "true", "a: b".  So a request reads byte for byte as the real client's.
+    """
+    if _PLAIN_VALUE.match(value) and not _NOT_A_STRING.match(value):
+        return value
     out = []
     for char in value:
         code = ord(char)

@@ -50,8 +50,8 @@ import threading
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Dict, NamedTuple, Optional, TextIO, Tuple
-from urllib.parse import unquote
+from typing import Callable, Dict, NamedTuple, Optional, TextIO, Tuple
+from urllib.parse import quote, unquote
 
 try:
     import fcntl
@@ -131,6 +131,37 @@ class MarkServer(ThreadingHTTPServer):
         if self.log:
             self.log.write(f"connection from {client_address[0]} broke: {sys.exc_info()[0].__name__}\n")
 
+    def respond(self, verb: str, where: str, read: Callable[[], Tuple[str, bytes]]) -> Tuple[str, bytes]:
+        """One Mark exchange, whichever transport carried it: its status and the whole response.
+
+        `read()` gives the request's path and the bytes after its request
+        line, or raises MarkFailure; `where` names the path in the log.
+        """
+        try:
+            status, metadata, body = self._answer(verb, read)
+        except MarkFailure as failure:
+            status, metadata, body = failure.status, failure.metadata, failure.body
+        except Exception as error:  # the server keeps serving, whatever one request did
+            status, metadata, body = "server-error", {}, MarkFailure("server-error", type(error).__name__).body
+        if self.log:
+            shown = verb if verb.isascii() and verb.isalpha() else repr(verb[:40])
+            self.log.write(f"{shown} {where[:200]!r} {status}\n")
+        return status, write_message(dict(metadata, status=status), body).encode("utf-8")
+
+    def _answer(self, verb: str, read: Callable[[], Tuple[str, bytes]]) -> Tuple[str, Dict[str, str], str]:
+        path, raw = read()
+        if verb not in VERBS:
+            raise MarkFailure("bad-request", f"unknown verb {verb[:40]!r}")
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise MarkFailure("bad-request", "request is not UTF-8") from None
+        metadata, body = read_request(text)
+        if not (verb == "FETCH" and path == "/health"):
+            version = _VERSION_PATH.fullmatch(path) if verb == "FETCH" else None
+            self.grants.check(metadata.get("auth"), verb, version.group(1) if version else path)
+        return self.store.run(verb, path, metadata, body)
+
     def close(self) -> None:
         """Stop serving and drop every open connection, keep-alive ones included."""
         self.shutdown()
@@ -162,31 +193,22 @@ class Handler(BaseHTTPRequestHandler):
         raise AttributeError(name)
 
     def exchange(self) -> None:
-        verb, path = self.command, self.path
-        try:
-            status, metadata, body = self.answer(verb)
-        except MarkFailure as failure:
-            status, metadata, body = failure.status, failure.metadata, error_body(failure.title, failure.detail)
-        except Exception as error:  # the server keeps serving, whatever one request did
-            status, metadata, body = "server-error", {}, error_body("Server error", type(error).__name__)
-        payload = write_message(dict(metadata, status=status), body).encode("utf-8")
+        _, payload = self.server.respond(self.command, self.path, self.read_request)
         self.send_response(200)
         self.send_header("Content-Type", "text/markdown; charset=utf-8")
         self.send_header("Content-Length", str(len(payload)))
         self.end_headers()
-        if verb != "HEAD":  # HTTP: an answer to HEAD has no body
+        if self.command != "HEAD":  # HTTP: an answer to HEAD has no body
             self.wfile.write(payload)
-        if self.server.log:
-            shown = verb if verb.isascii() and verb.isalpha() else repr(verb[:40])
-            self.server.log.write(f"{shown} {path[:200]!r} {status}\n")
 
-    def answer(self, verb: str) -> Tuple[str, Dict[str, str], str]:
+    def read_request(self) -> Tuple[str, bytes]:
+        """The Mark request this HTTP request carries: its path and the bytes after its request line."""
         lengths = self.headers.get_all("Content-Length") or ["0"]
         length = lengths[0]
         if self.headers.get("Transfer-Encoding") or len(lengths) > 1 or not _is_digits(length) or len(length) > 18:
             # The rest of the stream cannot be framed: it must never be read as another request.
             self.close_connection = True
-            raise MarkFailure("bad-request", "Bad request", "send one Content-Length of ASCII digits")
+            raise MarkFailure("bad-request", "send one Content-Length of ASCII digits")
         limit = min(MAX_DOCUMENT + MAX_METADATA, self.server.buffered.limit)
         if int(length) > limit:
             # Read a moderately oversized body, keeping none of it, so the client
@@ -194,24 +216,16 @@ class Handler(BaseHTTPRequestHandler):
             # rest must not be parsed as another request.
             self.close_connection = True
             self.receive(min(int(length), 4 * MAX_DOCUMENT), keep=False)
-            raise MarkFailure("too-large", "Too large", f"requests are limited to {limit} bytes")
+            raise MarkFailure("too-large", f"requests are limited to {limit} bytes")
         with self.server.buffered.reserve(int(length)):
             raw = self.receive(int(length))
         if len(raw) != int(length):  # the client went away mid-body: half a request is no request
             self.close_connection = True
-            raise MarkFailure("bad-request", "Bad request", "the request body was cut off")
-        if verb not in VERBS:
-            raise MarkFailure("bad-request", "Bad request", f"unknown verb {verb[:40]!r}")
+            raise MarkFailure("bad-request", "the request body was cut off")
         try:
-            text = raw.decode("utf-8")
-            path = unquote(self.path, errors="strict")
+            return unquote(self.path, errors="strict"), raw
         except UnicodeDecodeError:
-            raise MarkFailure("bad-request", "Bad request", "request is not UTF-8") from None
-        metadata, body = read_request(text)
-        if not (verb == "FETCH" and path == "/health"):
-            version = _VERSION_PATH.fullmatch(path) if verb == "FETCH" else None
-            self.server.grants.check(metadata.get("auth"), verb, version.group(1) if version else path)
-        return self.server.store.run(verb, path, metadata, body)
+            raise MarkFailure("bad-request", "request is not UTF-8") from None
 
     def handle_one_request(self) -> None:
         """One request, which must arrive whole (line, headers, body) by REQUEST_DEADLINE.
@@ -281,11 +295,17 @@ class _Budget:
 
 
 class MarkFailure(Exception):
-    """A request answered with a Mark error status."""
+    """A request answered with a Mark error status.
 
-    def __init__(self, status: str, title: str, detail: str, **metadata: str):
+    The body is the real server's: a title made from the status, then
+    `detail` ("\n# Not found\n\n/a.md not found\n"), unless `body` is given.
+    """
+
+    def __init__(self, status: str, detail: str, body: Optional[str] = None, **metadata: str):
         super().__init__(detail)
-        self.status, self.title, self.detail, self.metadata = status, title, detail, metadata
+        self.status, self.detail, self.metadata = status, detail, metadata
+        title = status[:1].upper() + status[1:].replace("-", " ")
+        self.body = body if body is not None else f"\n# {title}\n\n{detail}\n"
 
 
 # ------------------------------------------------------------------ store
@@ -336,7 +356,7 @@ class Store:
 
     def run(self, verb: str, path: str, metadata: Dict[str, str], body: str):
         if verb == "FETCH" and path == "/health":
-            return "ok", {}, "\n# OK\n"
+            return "ok", {}, "# Health Check\n\nServer is healthy.\n"
         if verb == "LIST":
             return self.list(path)
         match = _VERSION_PATH.fullmatch(path)
@@ -361,23 +381,22 @@ class Store:
         a document is never the parent of another.
         """
         if not path.startswith("/") or any(ord(c) < 0x20 or c == "\x7f" for c in path):
-            raise MarkFailure("bad-request", "Bad request", "path must start with / and hold no control characters")
+            raise MarkFailure("bad-request", "path must start with / and hold no control characters")
         segments = path[1:].split("/")
         if any(s in ("", ".", "..") for s in segments) or segments[0] == "versions":
-            raise MarkFailure("not-found", "Not found", f"{_shown(path)} not found")
+            raise MarkFailure("not-found", f"{_shown(path)} not found")
         if len(path.encode("utf-8")) > MAX_PATH or any(len(s.encode("utf-8")) > MAX_SEGMENT for s in segments):
-            raise MarkFailure("bad-request", "Bad request", f"paths are limited to {MAX_PATH} bytes, "
+            raise MarkFailure("bad-request", f"paths are limited to {MAX_PATH} bytes, "
                                                             f"{MAX_SEGMENT} a segment")
         if path == "/health" or any(_RESERVED_SEGMENT.fullmatch(s) for s in segments):
-            raise MarkFailure("bad-request", "Bad request",
-                              f"{_shown(path)}: names like .x, x.v1, x.archived, v1 and /health are reserved")
+            raise MarkFailure("bad-request", f"{_shown(path)}: names like .x, x.v1, x.archived, v1 and /health are reserved")
         name = "/".join(segments)
         parent = (self.root / name).parent.resolve()
         if parent != self.root and self.root not in parent.parents:
-            raise MarkFailure("not-found", "Not found", f"{_shown(path)} not found")  # a symlinked directory escapes
+            raise MarkFailure("not-found", f"{_shown(path)} not found")  # a symlinked directory escapes
         for depth in range(1, len(segments)):
             if (self.root.joinpath(*segments[:depth])).is_symlink():
-                raise MarkFailure("not-found", "Not found", f"{_shown(path)} not found: /"
+                raise MarkFailure("not-found", f"{_shown(path)} not found: /"
                                   f"{'/'.join(segments[:depth])} is a document")
         return name
 
@@ -386,12 +405,12 @@ class Store:
         link = self.root / name
         if not link.is_symlink():
             if link.exists():
-                raise MarkFailure("not-found", "Not found", f"/{name} is not a document")
+                raise MarkFailure("not-found", f"/{name} is not a document")
             return 0
         target = os.readlink(link)
         match = re.fullmatch(re.escape(os.path.relpath(self.versions / name, link.parent)) + r"\.v([0-9]+)", target)
         if not match:
-            raise MarkFailure("not-found", "Not found", f"/{name} is not a document")  # a link out of the store
+            raise MarkFailure("not-found", f"/{name} is not a document")  # a link out of the store
         return int(match.group(1))
 
     def version_file(self, name: str, version: int) -> Path:
@@ -405,76 +424,76 @@ class Store:
     def fetch(self, name: str, if_none_match: Optional[str]):
         version = self.current(name)
         if not version:
-            raise MarkFailure("not-found", "Not found", f"/{name} not found")
+            raise MarkFailure("not-found", f"/{name} not found")
         if self.archived(name):
-            raise MarkFailure("archived", "Archived", f"/{name} is archived")
+            raise MarkFailure("archived", f"/{name} is archived")
         _, body = self.read(name, version)
         etag = hashlib.sha256(body.encode("utf-8")).hexdigest()
-        modified = self.modified(name, version)
         if if_none_match == etag:
-            return "not-modified", {"etag": etag, "version": str(version), "modified": modified}, ""
-        return "ok", {"etag": etag, "version": str(version), "modified": modified}, body
+            return "not-modified", {}, ""
+        return "ok", {"etag": etag, "version": str(version), "modified": self.modified(name, version),
+                      "content-hash": _sha256(body.encode("utf-8"))}, body
 
     def fetch_version(self, name: str, version: int):
         current = self.current(name)
         if not 1 <= version <= current:
-            raise MarkFailure("not-found", "Not found", f"/{name}/v{version} not found")
+            raise MarkFailure("not-found", f"/{name}/v{version} not found")
         _, body = self.read(name, version)
         return "ok", {"version": str(version), "current-version": str(current),
-                      "modified": self.modified(name, version)}, body
+                      "modified": self.modified(name, version), "content-hash": _sha256(body.encode("utf-8"))}, body
 
     def list_versions(self, name: str):
         current = self.current(name)
         if not current:
-            raise MarkFailure("not-found", "Not found", f"/{name} not found")
+            raise MarkFailure("not-found", f"/{name} not found")
         previous, valid = None, True
         lines = []
         for version in range(1, current + 1):
             data, _ = self.read(name, version)
-            header = data[:data.index(b"\n---\n", 3)].decode("utf-8")
-            expected = f'previous-hash: "{_sha256(previous)}"' if previous else None
-            valid = valid and (expected in header.split("\n") if expected else "previous-hash" not in header)
-            lines.append(f"- v{version} {self.modified(name, version)}\n")
+            header, _ = read_frontmatter(data.decode("utf-8"))
+            valid = valid and header.get("previous-hash") == (_sha256(previous) if previous else None)
+            lines.append(f"- [v{version}]({_link('/' + name)}/v{version}) - {self.modified(name, version)}\n")
             previous = data
+        body = f"\n# Version History: {_escape('/' + name)}\n\n" + "".join(reversed(lines))
         return "ok", {"total": str(current), "current": str(current),
-                      "chain-valid": "true" if valid else "false"}, "".join(lines)
+                      "chain-valid": "true" if valid else "false"}, body
 
     def list(self, path: str):
         directory = self.root if path == "/" else self.root / self.document(path.rstrip("/") or "/")
         real = directory.resolve()
         if not directory.is_dir() or self.root not in (real, *real.parents):
-            raise MarkFailure("not-found", "Not found", f"{path} not found")
+            raise MarkFailure("not-found", f"{path} not found")
         entries = []
         for entry in sorted(directory.iterdir()):
             if entry.name.startswith(".") or entry == self.versions:
                 continue
-            entries.append(f"- {entry.name}{'/' if entry.is_dir() and not entry.is_symlink() else ''}\n")
-        return "ok", {}, "".join(entries)
+            slash = "/" if entry.is_dir() and not entry.is_symlink() else ""
+            entries.append(f"- [{_escape(entry.name)}{slash}]({_link(entry.name)}{slash})\n")
+        heading = path if path.endswith("/") else path + "/"
+        return "ok", {"entries": str(len(entries))}, f"\n# Index of {_escape(heading)}\n\n" + "".join(entries)
 
     def write(self, verb: str, name: str, metadata: Dict[str, str], body: str):
         current = self.current(name)
         expected = parse_version(metadata.get("expected-version"), required=(verb == "APPEND"))
-        if verb == "APPEND" and current and not body:
-            raise MarkFailure("bad-request", "Bad request", "APPEND needs a non-empty body")
+        if verb == "APPEND" and not current:
+            raise MarkFailure("not-found", f"/{name} not found")
+        if verb == "APPEND" and not body:
+            raise MarkFailure("bad-request", "APPEND needs a non-empty body")
         if expected is not None and expected != current:
-            raise MarkFailure("conflict", "Conflict",
-                              f"/{name} is at version {current}, not {expected}: fetch it, merge, publish again",
-                              **{"your-version": str(expected), "server-version": str(current)})
+            raise _conflict(verb, expected, current)
         previous, old_body = self.read(name, current) if current else (None, None)
-        if verb == "APPEND":
-            if not current:
-                raise MarkFailure("not-found", "Not found", f"/{name} not found")
-            body = old_body + "\n" + body
+        if verb == "APPEND":  # as the real server joins: a newline only where the old text lacks one
+            body = old_body + ("" if old_body.endswith("\n") else "\n") + body
         archived = self.archived(name)
         if not body:
             if not archived:
-                raise MarkFailure("bad-request", "Bad request", "an empty body only unarchives a document")
+                raise MarkFailure("bad-request", "an empty body only unarchives a document")
             self.archive_marker(name).unlink()
             return "ok", {"version": str(current)}, ""
         if archived:
-            raise MarkFailure("archived", "Archived", f"/{name} is archived; publish an empty body to restore it")
+            raise MarkFailure("archived", f"/{name} is archived; publish an empty body to restore it")
         if len(body.encode("utf-8")) > MAX_DOCUMENT:
-            raise MarkFailure("too-large", "Too large", f"documents are limited to {MAX_DOCUMENT} bytes")
+            raise MarkFailure("too-large", f"documents are limited to {MAX_DOCUMENT} bytes")
         if body == old_body:
             return "ok", {"version": str(current), "modified": self.modified(name, current)}, ""
         self.create(name, current + 1, body, previous)
@@ -499,7 +518,7 @@ class Store:
         link.parent.mkdir(parents=True, exist_ok=True)
         real = target.parent.resolve()
         if real != self.versions and self.versions not in real.parents:  # a link planted in versions/
-            raise MarkFailure("not-found", "Not found", f"/{name} cannot be stored")
+            raise MarkFailure("not-found", f"/{name} cannot be stored")
         if target.exists():  # no link reaches it (the version is N-1), so a crash left it
             target.unlink()
         temporary = link.parent / f".{link.name}.{uuid.uuid4().hex}"
@@ -523,9 +542,9 @@ class Store:
     def archive(self, name: str):
         current = self.current(name)
         if not current:
-            raise MarkFailure("not-found", "Not found", f"/{name} not found")
+            raise MarkFailure("not-found", f"/{name} not found")
         self.archive_marker(name).touch()
-        return "ok", {"version": str(current)}, ""
+        return "ok", {"version": str(current), "archived": "true"}, ""
 
     def archive_marker(self, name: str) -> Path:
         return self.versions / f"{name}.archived"
@@ -540,6 +559,33 @@ class Store:
 
 _VERSION_PATH = re.compile(r"(.+)/v([0-9]{1,18})")  # FETCH /doc.md/v3: version 3 of /doc.md
 _RESERVED_SEGMENT = re.compile(r"\..*|.*\.v[0-9]+|.*\.archived|v[0-9]+")
+
+
+def _conflict(verb: str, expected: int, current: int) -> MarkFailure:
+    """The real server's answer to a write whose expected version is not the current one."""
+    if expected == 0:
+        text = (f"A document already exists at this path (version {current}).\n\n"
+                "Fetch the current version and publish with the correct expected-version to update it.\n")
+    else:
+        advice = ("Fetch the latest version and verify whether your append was applied before retrying."
+                  if verb == "APPEND" else "Please fetch the latest version and reapply your edits.")
+        text = (f"The document has been modified since you last fetched it.\n\n"
+                f"Your version: {expected}\nServer version: {current}\n\n{advice}\n")
+    return MarkFailure("conflict", f"version {current}, not {expected}", "# Version Conflict\n\n" + text,
+                       **{"your-version": str(expected), "server-version": str(current)})
+
+
+_MARKDOWN_SPECIAL = re.compile(r"([\\\[\]()*_`~#|])")
+
+
+def _escape(text: str) -> str:
+    """A name as literal markdown text, as the real server writes it in an index."""
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", text)
+
+
+def _link(path: str) -> str:
+    """A path as a link target, as Go's url.PathEscape writes it ("/" too is escaped)."""
+    return quote(path, safe="$&+:=@")
 
 
 def _shown(path: str) -> str:
@@ -585,10 +631,10 @@ def _is_digits(text: str) -> bool:
 def parse_version(value: Optional[str], required: bool) -> Optional[int]:
     if value is None:
         if required:
-            raise MarkFailure("bad-request", "Bad request", "expected-version is required")
+            raise MarkFailure("bad-request", "expected-version is required")
         return None
     if not _is_digits(value) or len(value) > 18 or (required and int(value) < 1):
-        raise MarkFailure("bad-request", "Bad request", f"invalid expected-version {value[:40]!r}")
+        raise MarkFailure("bad-request", f"invalid expected-version {value[:40]!r}")
     return int(value)
 
 
@@ -617,12 +663,12 @@ class Grants:
                 "read" in grant.operations and _covers(grant, path) for grant in self.grants.values()):
             return  # a public path
         if operation == "publish" and not self.grants:
-            raise MarkFailure("not-permitted", "Not permitted", "this server has no tokens: writes are disabled")
+            raise MarkFailure("not-permitted", "this server has no tokens: writes are disabled")
         grant = self.grants.get(_hash(token)) if token else None
         if grant is None or (grant.expires is not None and grant.expires <= _now()):
-            raise MarkFailure("unauthorized", "Unauthorized", "authentication required")
+            raise MarkFailure("unauthorized", "authentication required")
         if operation not in grant.operations or not _covers(grant, path):
-            raise MarkFailure("not-permitted", "Not permitted", "insufficient permissions")
+            raise MarkFailure("not-permitted", "insufficient permissions")
 
 
 def load_grants(token: Optional[str], tokens_file=None) -> Grants:
@@ -726,12 +772,11 @@ def read_request(text: str) -> Tuple[Dict[str, str], str]:
         return {}, text
     end = text.find("\n---\n", 3)
     if end > MAX_METADATA or (end < 0 and len(text) > MAX_METADATA):
-        raise MarkFailure("too-large", "Too large", "metadata is limited to 64 KiB")
+        raise MarkFailure("too-large", "metadata is limited to 64 KiB")
     try:
         return read_frontmatter(text)
     except ValueError:  # its text quotes the line, which may hold a token: never echoed
-        raise MarkFailure("bad-request", "Bad request",
-                          "malformed metadata: each line is key: value, the value plain or quoted") from None
+        raise MarkFailure("bad-request", "malformed metadata: each line is key: value, the value plain or quoted") from None
 
 
 def write_message(metadata: Dict[str, str], body: str) -> str:
@@ -743,6 +788,12 @@ def write_message(metadata: Dict[str, str], body: str) -> str:
 # ---- and mark_server.py (each file stays standalone); test_codec.py checks it.
 
 _PLAIN_KEY = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*\Z")
+_PLAIN_VALUE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+/=~-]*\Z")  # no YAML indicator, space or colon
+# What YAML reads as a number, a bool (YAML 1.1's too), null or a date, not a string.
+_NOT_A_STRING = re.compile(
+    r"(?:[-+]?(?:0b[01_]+|0o?[0-7_]+|0x[0-9a-fA-F_]+|[0-9][0-9_]*(?:\.[0-9_]*)?(?:[eE][-+]?[0-9]+)?)"
+    r"|[yYnN]|[Yy]es|YES|[Nn]o|NO|[Tt]rue|TRUE|[Ff]alse|FALSE|[Oo]n|ON|[Oo]ff|OFF|[Nn]ull|NULL"
+    r"|[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}(?:[Tt].*)?)\Z")
 _ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t", "\r": "\\r"}
 _UNESCAPES = {
     "0": "\0", "a": "\a", "b": "\b", "t": "\t", "\t": "\t", "n": "\n", "v": "\v", "f": "\f",
@@ -753,7 +804,7 @@ _HEX_ESCAPES = {"x": 2, "u": 4, "U": 8}
 
 
 def write_frontmatter(metadata: Dict[str, str]) -> str:
-    """A Mark frontmatter block, keys sorted, each value a YAML double-quoted scalar."""
+    """A Mark frontmatter block, keys sorted, values written as Go's yaml.v3 writes them."""
     lines = []
     for key in sorted(metadata):
         value = metadata[key]
@@ -761,12 +812,19 @@ def write_frontmatter(metadata: Dict[str, str]) -> str:
             raise ValueError(f"metadata key {key!r} must be letters, digits, '_', '-' or '.'")
         if not isinstance(value, str):
             raise TypeError(f"metadata value for {key!r} must be str, not {type(value).__name__}")
-        lines.append(f"{key}: {quote_scalar(value)}\n")
+        lines.append(f"{key}: {write_scalar(value)}\n")
     return "---\n" + ("".join(lines) or "\n") + "---\n"
 
 
-def quote_scalar(value: str) -> str:
-    """`value` as a YAML double-quoted scalar that Go's yaml.v3 reads back exactly."""
+def write_scalar(value: str) -> str:
+    """`value` as a YAML scalar that Go's yaml.v3 reads back exactly, in yaml.v3's style.
+
+    Plain where nothing in it could mean anything but a string (a token,
+    a hex etag, "ok"); otherwise double-quoted: "3", "2026-12-03T10:41:15Z",
+    "true", "a: b".  So a request reads byte for byte as the real client's.
+    """
+    if _PLAIN_VALUE.match(value) and not _NOT_A_STRING.match(value):
+        return value
     out = []
     for char in value:
         code = ord(char)
@@ -860,10 +918,6 @@ def _read_double_quoted(text: str):
 
 
 # ---- end of frontmatter codec
-
-
-def error_body(title: str, detail: str) -> str:
-    return f"\n# {title}\n\n{detail}\n"
 
 
 # -------------------------------------------------------------------- CLI

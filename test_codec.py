@@ -24,9 +24,19 @@ def test_client_and_server_hold_the_same_codec():
     assert codec_block("mark_publish.py") == codec_block("mark_server.py")
 
 
-# value, as written (a YAML double-quoted scalar)
+# value, as written: plain where yaml.v3 writes it so, else a double-quoted scalar
 WRITTEN = [
-    ("plain", '"plain"'),
+    ("plain", "plain"),
+    ("s3cret-write-token", "s3cret-write-token"),
+    ("919bcc4352da611ee9477f60140499753b3a6b6b6e6b1cdb21c681f8b9bdbea4",
+     "919bcc4352da611ee9477f60140499753b3a6b6b6e6b1cdb21c681f8b9bdbea4"),
+    ("3", '"3"'),
+    ("2026-12-03T10:41:15Z", '"2026-12-03T10:41:15Z"'),
+    ("1e5", '"1e5"'),
+    ("0x1F", '"0x1F"'),
+    ("yes", '"yes"'),
+    ("Null", '"Null"'),
+    ("-dash", '"-dash"'),
     ("", '""'),
     ('say "hi"', '"say \\"hi\\""'),
     ("back\\slash", '"back\\\\slash"'),

@@ -337,9 +337,9 @@ def test_frontmatter_round_trip(value):
 
 
 def test_writer_escapes_like_yaml():
-    assert mp.quote_scalar("a\"b\\c\x85\U0001F680\ufeff") == '"a\\"b\\\\c\\x85\\U0001f680\\ufeff"'
+    assert mp.write_scalar("a\"b\\c\x85\U0001F680\ufeff") == '"a\\"b\\\\c\\x85\\U0001f680\\ufeff"'
     assert mp.write_frontmatter({}) == "---\n\n---\n"
-    assert mp.write_frontmatter({"b": "1", "a": "2"}) == '---\na: "2"\nb: "1"\n---\n'
+    assert mp.write_frontmatter({"b": "1", "a": "x"}) == '---\na: x\nb: "1"\n---\n'
 
 
 @pytest.mark.parametrize("bad", [{"a b": "x"}, {"": "x"}, {"k": 1}])

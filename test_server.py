@@ -67,10 +67,35 @@ def test_publish_fetch_versions_cycle(server):
     assert (status, meta["total"], meta["current"], meta["chain-valid"]) == ("ok", "2", "2", "true")
 
 
+# What the real Demarkus server answers (../shared/real-demarkus/, recorded at
+# upstream commit 6478dab), timestamps and hashes aside.
+
+def test_fetches_carry_the_content_hash(server):
+    publish(server, "/doc.md", "# Hello\n\nfourth version\nraw appended line\n")
+    digest = "sha256-3409d7c24d49a87f45c86d7c8c304609a671bda855fcec63a8bfedccbd8e1352"  # recorded
+    assert send(server, "FETCH", "/doc.md")[1]["content-hash"] == digest
+    assert send(server, "FETCH", "/doc.md/v1")[1]["content-hash"] == digest
+
+
+def test_stale_publish_and_versions_read_like_the_real_servers(server):
+    for n in range(3):
+        publish(server, "/doc.md", f"v{n + 1}\n", n)
+    status, meta, body = publish(server, "/doc.md", "stale\n", 1)
+    assert (status, meta) == ("conflict", {"server-version": "3", "your-version": "1"})
+    assert body == ("# Version Conflict\n\nThe document has been modified since you last fetched it.\n\n"
+                    "Your version: 1\nServer version: 3\n\nPlease fetch the latest version and reapply your edits.\n")
+    status, meta, body = send(server, "VERSIONS", "/doc.md")
+    modified = {n: send(server, "FETCH", f"/doc.md/v{n}")[1]["modified"] for n in (1, 2, 3)}
+    assert (status, meta) == ("ok", {"chain-valid": "true", "current": "3", "total": "3"})
+    assert body == "\n# Version History: /doc.md\n\n" + "".join(
+        f"- [v{n}](%2Fdoc.md/v{n}) - {modified[n]}\n" for n in (3, 2, 1))
+    assert send(server, "FETCH", "/health") == ("ok", {}, "# Health Check\n\nServer is healthy.\n")
+
+
 def test_not_modified_with_etag(server):
     publish(server, "/a.md", "x\n")
     etag = send(server, "FETCH", "/a.md")[1]["etag"]
-    assert send(server, "FETCH", "/a.md", {"if-none-match": etag})[:1] == ("not-modified",)
+    assert send(server, "FETCH", "/a.md", {"if-none-match": etag}) == ("not-modified", {}, "")
     assert send(server, "FETCH", "/a.md", {"if-none-match": "other"})[0] == "ok"
 
 
@@ -84,7 +109,9 @@ def test_not_found_bodies_look_real(server):
 def test_conflict_writes_nothing(server):
     publish(server, "/a.md", "v1\n", 0)
     status, meta, body = publish(server, "/a.md", "stale\n", 0)
-    assert (status, meta) == ("conflict", {"your-version": "0", "server-version": "1"}) and body.startswith("\n# ")
+    assert (status, meta) == ("conflict", {"your-version": "0", "server-version": "1"})
+    assert body == ("# Version Conflict\n\nA document already exists at this path (version 1).\n\n"
+                    "Fetch the current version and publish with the correct expected-version to update it.\n")
     assert publish(server, "/a.md", "stale\n", 5)[1]["server-version"] == "1"
     assert send(server, "FETCH", "/a.md")[2] == "v1\n"
 
@@ -103,18 +130,25 @@ def test_unconditional_publish(server):
 
 def test_append(server):
     publish(server, "/log.md", "first")
-    assert send(server, "APPEND", "/log.md", {"auth": TOKEN, "expected-version": "1"}, "second")[0] == "created"
-    assert send(server, "FETCH", "/log.md")[2] == "first\nsecond"
-    assert send(server, "APPEND", "/log.md", {"auth": TOKEN, "expected-version": "1"}, "x")[0] == "conflict"
+    assert send(server, "APPEND", "/log.md", {"auth": TOKEN, "expected-version": "1"}, "second\n")[0] == "created"
+    assert send(server, "FETCH", "/log.md")[2] == "first\nsecond\n"  # a newline only where one lacked
+    assert send(server, "APPEND", "/log.md", {"auth": TOKEN, "expected-version": "2"}, "third")[0] == "created"
+    assert send(server, "FETCH", "/log.md")[2] == "first\nsecond\nthird"
+    status, meta, body = send(server, "APPEND", "/log.md", {"auth": TOKEN, "expected-version": "1"}, "x")
+    assert (status, meta) == ("conflict", {"your-version": "1", "server-version": "3"})
+    assert body == ("# Version Conflict\n\nThe document has been modified since you last fetched it.\n\n"
+                    "Your version: 1\nServer version: 3\n\n"
+                    "Fetch the latest version and verify whether your append was applied before retrying.\n")
     for metadata, body in (({"auth": TOKEN}, "x"), ({"auth": TOKEN, "expected-version": "0"}, "x"),
-                           ({"auth": TOKEN, "expected-version": "2"}, "")):
+                           ({"auth": TOKEN, "expected-version": "3"}, "")):
         assert send(server, "APPEND", "/log.md", metadata, body)[0] == "bad-request"
-    assert send(server, "APPEND", "/none.md", {"auth": TOKEN, "expected-version": "1"}, "x")[0] == "conflict"
+    # A missing document is not-found whatever version is expected, as the real server answers.
+    assert send(server, "APPEND", "/none.md", {"auth": TOKEN, "expected-version": "1"}, "x")[0] == "not-found"
 
 
 def test_archive_and_unarchive(server):
     publish(server, "/a.md", "text")
-    assert send(server, "ARCHIVE", "/a.md", {"auth": TOKEN})[0] == "ok"
+    assert send(server, "ARCHIVE", "/a.md", {"auth": TOKEN})[:2] == ("ok", {"version": "1", "archived": "true"})
     assert send(server, "FETCH", "/a.md")[0] == "archived"
     assert publish(server, "/a.md", "new")[0] == "archived"
     assert publish(server, "/a.md", "")[:2] == ("ok", {"version": "1"})
@@ -126,8 +160,10 @@ def test_archive_and_unarchive(server):
 def test_list(server):
     publish(server, "/a.md", "x")
     publish(server, "/docs/b.md", "y")
-    assert send(server, "LIST", "/") == ("ok", {}, "- a.md\n- docs/\n")
-    assert send(server, "LIST", "/docs/")[2] == "- b.md\n"
+    publish(server, "/docs/my_[draft].md", "z")
+    assert send(server, "LIST", "/") == ("ok", {"entries": "2"}, "\n# Index of /\n\n- [a.md](a.md)\n- [docs/](docs/)\n")
+    assert send(server, "LIST", "/docs") == (
+        "ok", {"entries": "2"}, "\n# Index of /docs/\n\n- [b.md](b.md)\n- [my\\_\\[draft\\].md](my_%5Bdraft%5D.md)\n")
     assert send(server, "LIST", "/missing/")[0] == "not-found"
 
 
@@ -258,7 +294,7 @@ def test_store_layout_and_hash_chain(server, tmp_path):
         data = (root / "versions" / "d" / f"doc.md.v{n}").read_bytes()
         assert data.endswith(f"body {n - 1}\n".encode()) and f'version: "{n}"'.encode() in data
         if previous:
-            assert f'previous-hash: "sha256-{hashlib.sha256(previous).hexdigest()}"'.encode() in data
+            assert f"previous-hash: sha256-{hashlib.sha256(previous).hexdigest()}".encode() in data
         previous = data
     assert send(server, "VERSIONS", "/d/doc.md")[1]["chain-valid"] == "true"
 
@@ -387,7 +423,7 @@ def test_garbage_and_slow_clients_do_not_hang_it(server):
             answer = b""
             while chunk := chunked.recv(65536):
                 answer += chunk
-        assert b'status: "bad-request"' in answer
+        assert b"status: bad-request" in answer
     finally:
         idle.close()
     assert alive(server)
@@ -540,7 +576,7 @@ def test_content_length_that_is_not_ascii_closes_the_connection(server):
             answer = b""
             while chunk := conn.recv(65536):
                 answer += chunk
-        assert answer.count(b"HTTP/1.1 200") == 1 and b'status: "bad-request"' in answer
+        assert answer.count(b"HTTP/1.1 200") == 1 and b"status: bad-request" in answer
 
 
 def test_head_gets_no_body(server):
@@ -591,7 +627,7 @@ def test_log_lines_escape_the_method_and_never_echo_metadata(tmp_path):
             answer = b""
             while chunk := conn.recv(65536):
                 answer += chunk
-            assert b'status: "bad-request"' in answer
+            assert b"status: bad-request" in answer
     assert "s3cret" not in log.getvalue() and "\x1b" not in log.getvalue()
 
 
@@ -636,7 +672,7 @@ def test_a_body_trickled_past_the_deadline_is_dropped(tmp_path, monkeypatch):
                     answer += chunk
             except OSError:
                 pass
-        assert dropped or b'status: "bad-request"' in answer
+        assert dropped or b"status: bad-request" in answer
         assert send(server, "FETCH", "/a.md")[0] == "not-found"  # nothing stored
 
 
