@@ -51,16 +51,20 @@ file needs `requests` and `diff3.py` beside it; vendor the two together.
 """
 
 import argparse
+import asyncio
+import concurrent.futures
+import contextlib
 import hashlib
 import ipaddress
 import os
 import re
+import ssl
 import sys
 import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, fields
-from typing import Dict, NamedTuple, Optional, Sequence
+from typing import Dict, NamedTuple, Optional, Sequence, Union
 from urllib.parse import quote, urlsplit
 
 import requests
@@ -98,6 +102,8 @@ MARK_PUBLISH_TOOL = {
 }
 
 DEFAULT_TIMEOUT = 10.0
+MARK_PORT = 6309  # mark:// without a port
+_READS = ("FETCH", "LIST", "VERSIONS")  # verbs safe to send again
 # The most a server may send back: twice the largest document a Mark server
 # accepts (10 MiB), with room for metadata.  Anything larger is refused
 # while it arrives, never held whole.
@@ -157,11 +163,15 @@ class PublishResult:
 
 
 class MarkClient:
-    """A Mark server over HTTP: one keep-alive session, a timeout on every request.
+    """A Mark server: over QUIC for mark://host[:port], over HTTP for http(s)://.
 
+    One connection (QUIC) or keep-alive session (HTTP) for every request,
+    and `timeout` seconds for each.  `verify` is True (check the server's
+    certificate against the system's CAs), False (don't: a development
+    server's self-signed certificate) or the path of a PEM file of CAs.
     Methods return every Mark status (conflict, not-found, ...) as a
     `MarkResponse` and raise `MarkError` only when no Mark response came
-    back.  One client per thread: a requests.Session is not thread-safe.
+    back.  One client per thread.
     """
 
     def __init__(
@@ -172,14 +182,21 @@ class MarkClient:
         session: Optional[requests.Session] = None,
         allow_insecure_http: bool = False,
         proxies: Optional[Dict[str, str]] = None,
+        verify: Union[bool, str] = True,
     ):
         if not isinstance(base_url, str):
             raise TypeError(f"base_url must be str, not {type(base_url).__name__}")
         parts = urlsplit(base_url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError(f"base_url must be an http:// or https:// URL with a host, not {base_url!r}")
+        if parts.scheme not in ("http", "https", "mark") or not parts.hostname:
+            raise ValueError(f"base_url must be a mark://, http:// or https:// URL with a host, not {base_url!r}")
         if parts.query or parts.fragment or parts.username or parts.password:
             raise ValueError("base_url must not carry a query, fragment or credentials")
+        if parts.scheme == "mark" and parts.path.strip("/"):
+            raise ValueError(f"a mark:// base_url is a host and port, without a path: {base_url!r}")
+        if parts.scheme == "mark" and (session is not None or proxies):
+            raise ValueError("session and proxies are for http(s):// URLs; mark:// speaks QUIC")
+        if not isinstance(verify, (bool, str)) or (isinstance(verify, str) and not os.path.isfile(verify)):
+            raise ValueError(f"verify must be True, False or the path of a PEM file of CAs, not {verify!r}")
         if token is not None and (not isinstance(token, str) or not token.strip()):
             raise TypeError("token must be a non-empty str or None")
         if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
@@ -193,13 +210,15 @@ class MarkClient:
         self.timeout = timeout
         self._token = token
         self._proxies = dict(proxies or {})
+        self._verify = verify
+        self._versions: "OrderedDict[tuple, MarkResponse]" = OrderedDict()
+        self._link = _QuicLink(parts.hostname, parts.port or MARK_PORT, verify) if parts.scheme == "mark" else None
         self._own_session = session is None
         if session is None:
             session = self._new_session()
         else:
             session.proxies.update(self._proxies)
         self._session = session
-        self._versions: "OrderedDict[tuple, MarkResponse]" = OrderedDict()
 
     def _new_session(self) -> requests.Session:
         session = requests.Session()
@@ -207,6 +226,7 @@ class MarkClient:
         # a proxy would see the token, which travels in the body.
         session.trust_env = False
         session.proxies.update(self._proxies)
+        session.verify = self._verify
         return session
 
     def __repr__(self) -> str:
@@ -220,6 +240,8 @@ class MarkClient:
 
     def close(self) -> None:
         self._session.close()
+        if self._link:
+            self._link.close()
 
     def fetch(self, path: str, version: Optional[int] = None) -> MarkResponse:
         """FETCH the current document, or `version` of it (cached: versions never change)."""
@@ -279,22 +301,33 @@ class MarkClient:
         `timeout` is the deadline for the whole exchange.  Redirects are
         never followed: any answer but HTTP 200 is a transport failure.
         """
+        if not isinstance(verb, str) or not (verb.isascii() and verb.isalpha()):
+            raise ValueError(f"verb must be a word of ASCII letters, such as FETCH, not {verb!r}")
         _check_path(path)
         _check_body(body)
         metadata = dict(metadata or {})
         if self._token:
             metadata["auth"] = self._token
-        payload = write_frontmatter(metadata) if (metadata or body) else ""
-        url = self.base_url + quote(path, safe="/")
-        data = self._exchange(verb, url, (payload + body).encode("utf-8"))
+        if self._link:
+            # As the real client writes it: a metadata block only when there is
+            # metadata, or when the body would otherwise be read as one.
+            block = write_frontmatter(metadata) if metadata or body.startswith("---") else ""
+            doing = f"{verb} {self.base_url}{path}"
+            data = self._link.exchange(f"{verb} {path}\n{block}{body}".encode("utf-8"), doing, self.timeout,
+                                       retry=verb in _READS)
+        else:
+            block = write_frontmatter(metadata) if (metadata or body) else ""  # the binding's rule
+            url = self.base_url + quote(path, safe="/")
+            doing = f"{verb} {url}"
+            data = self._exchange(verb, url, (block + body).encode("utf-8"))
         try:
             metadata, body = read_frontmatter(data.decode("utf-8"))
             status = metadata.pop("status")
         except (UnicodeDecodeError, ValueError, KeyError):
-            raise _AnswerLost("transport", f"HTTP 200 from {verb} {url} is not a Mark response") from None
+            raise _AnswerLost("transport", f"{doing}: the answer is not a Mark response") from None
         digest = metadata.get("content-hash")
         if digest is not None and digest != "sha256-" + hashlib.sha256(body.encode("utf-8")).hexdigest():
-            raise MarkError("transport", f"{verb} {url}: the body does not match its content-hash")
+            raise MarkError("transport", f"{doing}: the body does not match its content-hash")
         return MarkResponse(status, metadata, body)
 
     def _exchange(self, verb: str, url: str, data: bytes) -> bytes:
@@ -400,6 +433,131 @@ def _read_answer(http: requests.Response, doing: str, deadline: float) -> bytes:
     if announced is not None and size != int(announced):
         raise _AnswerLost("transport", f"{doing}: the answer was cut off ({size} of {announced} bytes)")
     return b"".join(chunks)
+
+
+class _QuicLink:
+    """One QUIC connection to a Mark server (ALPN "mark"), for blocking code.
+
+    aioquic is asyncio-only, so the link runs an event loop on a daemon
+    thread; each exchange is a coroutine there that the caller waits for,
+    by its deadline.  Every request gets a bidirectional stream of the one
+    connection: the request written and the stream's side ended, then the
+    answer read until the server ends it.  A connection found closed (idle
+    timeout, server restart) is replaced before a request goes out; one
+    that closes under a read is replaced, and the read sent once more.
+    """
+
+    def __init__(self, host: str, port: int, verify: Union[bool, str]):
+        try:
+            from aioquic.asyncio import QuicConnectionProtocol, connect
+            from aioquic.quic.configuration import QuicConfiguration
+            from aioquic.quic.events import ConnectionTerminated, StreamDataReceived
+        except ImportError:
+            raise ImportError("mark:// URLs need aioquic: pip install 'mark-publish[quic]'") from None
+
+        class Protocol(QuicConnectionProtocol):
+            """Notes which streams the server ended, and why the connection closed."""
+
+            def __init__(self, *args, **kwargs):
+                super().__init__(*args, **kwargs)
+                self.ended: set = set()
+                self.closed_because: Optional[str] = None
+
+            def quic_event_received(self, event) -> None:
+                if isinstance(event, StreamDataReceived) and event.end_stream:
+                    self.ended.add(event.stream_id)
+                elif isinstance(event, ConnectionTerminated):
+                    self.closed_because = event.reason_phrase or f"error {event.error_code}"
+                super().quic_event_received(event)
+
+        self._address = (host, port)
+        self._connect, self._protocol_class = connect, Protocol
+        self._configuration = QuicConfiguration(is_client=True, alpn_protocols=["mark"], server_name=host)
+        if verify is False:
+            self._configuration.verify_mode = ssl.CERT_NONE
+        elif verify is True:
+            system = ssl.get_default_verify_paths()  # else aioquic's own bundle (certifi)
+            if system.cafile or system.capath:
+                self._configuration.load_verify_locations(cafile=system.cafile, capath=system.capath)
+        else:
+            self._configuration.load_verify_locations(cafile=verify)
+        self._protocol = None
+        self._closing: set = set()  # connections being closed, for close() to wait on
+        self._loop = asyncio.new_event_loop()
+        threading.Thread(target=self._loop.run_forever, name="mark-quic", daemon=True).start()
+
+    def exchange(self, request: bytes, doing: str, timeout: float, retry: bool) -> bytes:
+        """The whole answer to `request`, by `timeout`; `retry`: safe to send twice."""
+        sent: list = []
+        future = asyncio.run_coroutine_threadsafe(self._exchange(request, doing, retry, sent), self._loop)
+        try:
+            return future.result(timeout)
+        except concurrent.futures.TimeoutError:
+            future.cancel()
+            self._loop.call_soon_threadsafe(self._drop)  # the next request starts on a new connection
+            failure = _AnswerLost if sent else MarkError
+            raise failure("transport", f"{doing}: no whole answer within the timeout") from None
+
+    async def _exchange(self, request: bytes, doing: str, retry: bool, sent: list) -> bytes:
+        while True:
+            protocol = await self._connected(doing)
+            reader, writer = await protocol.create_stream()
+            writer.write(request)
+            writer.write_eof()
+            sent.append(True)
+            chunks, size = [], 0
+            while chunk := await reader.read(1 << 16):
+                size += len(chunk)
+                if size > MAX_RESPONSE_BYTES:
+                    raise _AnswerLost("transport", f"{doing}: the answer is larger than {MAX_RESPONSE_BYTES} bytes")
+                chunks.append(chunk)
+            if writer.get_extra_info("stream_id") in protocol.ended:
+                return b"".join(chunks)
+            # The stream ended because the connection did: the answer is not whole.
+            self._drop()
+            if not retry:
+                raise _AnswerLost("transport", f"{doing}: the connection closed before the whole answer came "
+                                               f"({protocol.closed_because})")
+            retry = False
+
+    async def _connected(self, doing: str):
+        """The open connection, or a new one."""
+        if self._protocol is not None and self._protocol.closed_because is None:
+            return self._protocol
+        self._drop()
+        made: list = []
+        stack = contextlib.AsyncExitStack()
+
+        def protocol(*args, **kwargs):
+            made.append(self._protocol_class(*args, **kwargs))
+            return made[0]
+
+        try:
+            self._protocol = await stack.enter_async_context(
+                self._connect(*self._address, configuration=self._configuration, create_protocol=protocol))
+        except ConnectionError:
+            why = made[0].closed_because if made else "refused"
+            raise MarkError("transport", f"{doing}: the QUIC handshake failed ({why})") from None
+        except OSError as error:
+            raise MarkError("transport", f"{doing}: cannot reach the server ({error})") from None
+        self._stack = stack
+        return self._protocol
+
+    def _drop(self) -> None:
+        """Close the connection in the background; the next request makes a new one."""
+        if self._protocol is not None:
+            task = self._loop.create_task(self._stack.aclose())
+            self._closing.add(task)
+            task.add_done_callback(self._closing.discard)
+        self._protocol = None
+
+    def close(self) -> None:
+        async def close() -> None:
+            self._drop()
+            await asyncio.wait(self._closing, timeout=1.0) if self._closing else None
+
+        asyncio.run_coroutine_threadsafe(close(), self._loop).result()
+        self._loop.call_soon_threadsafe(self._loop.stop)
 
 
 def mark_publish(

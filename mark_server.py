@@ -38,13 +38,16 @@ every write is refused: secure by default.
 """
 
 import argparse
+import asyncio
 import contextlib
 import datetime
 import fnmatch
 import hashlib
+import ipaddress
 import os
 import re
 import socket
+import ssl
 import sys
 import threading
 import uuid
@@ -69,13 +72,24 @@ WRITES = ("PUBLISH", "APPEND", "ARCHIVE")
 
 
 def serve(root, host: str = "127.0.0.1", port: int = 0, token: Optional[str] = None,
-          tokens_file=None, log: Optional[TextIO] = sys.stderr) -> "MarkServer":
+          tokens_file=None, log: Optional[TextIO] = sys.stderr, quic: bool = False,
+          quic_port: Optional[int] = None, tls_cert=None, tls_key=None) -> "MarkServer":
     """Start a server on a background thread; returns it running (`.url`, `.close()`).
 
     `token` defaults to $MARK_TOKEN; `log` gets one line per request (None: silent).
+    With `quic=True` it also serves Mark over QUIC (`.mark_url`; needs aioquic)
+    on UDP `quic_port`, by default the HTTP port's number, with the
+    certificate `tls_cert`/`tls_key` (PEM files) or else a development
+    certificate made now (`.certificate_pem`).
     """
     server = MarkServer(root, host, port, token if token is not None else os.environ.get("MARK_TOKEN"),
                         tokens_file, log)
+    if quic:
+        try:
+            server.listen_quic(quic_port, tls_cert, tls_key)
+        except BaseException:
+            server.server_close()
+            raise
     threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
                      name="mark-server", daemon=True).start()
     return server
@@ -108,7 +122,17 @@ class MarkServer(ThreadingHTTPServer):
         self.address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
         super().__init__((host, port), Handler)
         host, port = self.server_address[:2]
-        self.url = f"http://{'[' + host + ']' if ':' in host else host}:{port}"
+        self.url = f"http://{_host_port(host, port)}"
+        self.mark_url: Optional[str] = None
+        self.certificate_pem: Optional[bytes] = None
+        self._quic: Optional[_QuicListener] = None
+
+    def listen_quic(self, port: Optional[int] = None, tls_cert=None, tls_key=None) -> None:
+        """Serve Mark over QUIC too, on UDP `port` (default: the HTTP port's number)."""
+        host = self.server_address[0]
+        self._quic = _QuicListener(self, host, self.server_address[1] if port is None else port, tls_cert, tls_key)
+        self.mark_url = f"mark://{_host_port(host, self._quic.port)}"
+        self.certificate_pem = self._quic.certificate_pem
 
     def process_request(self, request, client_address) -> None:
         if not self.slots.acquire(blocking=False):
@@ -166,6 +190,8 @@ class MarkServer(ThreadingHTTPServer):
         """Stop serving and drop every open connection, keep-alive ones included."""
         self.shutdown()
         self.server_close()
+        if self._quic:
+            self._quic.close()
         with self._open_lock:
             for request in self._open:
                 try:
@@ -306,6 +332,134 @@ class MarkFailure(Exception):
         self.status, self.detail, self.metadata = status, detail, metadata
         title = status[:1].upper() + status[1:].replace("-", " ")
         self.body = body if body is not None else f"\n# {title}\n\n{detail}\n"
+
+
+def _host_port(host: str, port: int) -> str:
+    return f"{'[' + host + ']' if ':' in host else host}:{port}"
+
+
+# ----------------------------------------------------------- Mark over QUIC
+
+class _QuicListener:
+    """Mark over QUIC for a MarkServer: one request per bidirectional stream.
+
+    The client writes "VERB /path\n", the metadata block and the body, and
+    ends its side; the answer is written back and the stream ended.  aioquic
+    is asyncio-only, so the listener runs its own event loop on a thread;
+    the store's work runs on worker threads, as it does for HTTP.  At most
+    MAX_CONNECTIONS requests are read at once (each at most a document and
+    its metadata), each by REQUEST_DEADLINE.
+    """
+
+    def __init__(self, server: "MarkServer", host: str, port: int, tls_cert=None, tls_key=None):
+        try:
+            from aioquic.asyncio.server import QuicServer
+            from aioquic.quic.configuration import QuicConfiguration
+        except ImportError:
+            raise RuntimeError("Mark over QUIC needs aioquic: pip install 'mark-publish[quic]'") from None
+        from cryptography.hazmat.primitives.serialization import Encoding
+
+        self.server = server
+        configuration = QuicConfiguration(is_client=False, alpn_protocols=["mark"])
+        if tls_cert:
+            configuration.load_cert_chain(tls_cert, tls_key)
+        else:
+            configuration.certificate, configuration.private_key = _development_certificate()
+        self.certificate_pem = configuration.certificate.public_bytes(Encoding.PEM)
+        self.loop = asyncio.new_event_loop()
+        self._tasks: set = set()  # requests being answered; the loop keeps only weak references
+        threading.Thread(target=self.loop.run_forever, name="mark-quic", daemon=True).start()
+
+        async def listen():
+            self._slots = asyncio.Semaphore(server.MAX_CONNECTIONS)
+            return await self.loop.create_datagram_endpoint(
+                lambda: QuicServer(configuration=configuration, stream_handler=self._stream),
+                local_addr=(host, port))
+
+        try:
+            self._transport, self._quic = asyncio.run_coroutine_threadsafe(listen(), self.loop).result()
+        except BaseException:
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            raise
+        self.port = self._transport.get_extra_info("sockname")[1]
+
+    def _stream(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = self.loop.create_task(self._exchange(reader, writer))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _exchange(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        async with self._slots:
+            try:
+                data = await asyncio.wait_for(self._receive(reader), self.server.REQUEST_DEADLINE)
+            except asyncio.TimeoutError:
+                writer.write_eof()  # a client trickling a request is dropped, nothing stored
+                return
+        line, newline, rest = data.partition(b"\n") if data is not None else (b"", b"", b"")
+        verb = line.partition(b" ")[0].decode("utf-8", "replace")
+
+        def read() -> Tuple[str, bytes]:
+            if data is None:
+                raise MarkFailure("too-large", f"requests are limited to {MAX_DOCUMENT + MAX_METADATA} bytes")
+            try:
+                _, space, path = line.decode("utf-8").partition(" ")
+            except UnicodeDecodeError:
+                raise MarkFailure("bad-request", "request is not UTF-8") from None
+            if not newline or not space:
+                raise MarkFailure("bad-request", "a request starts with a line 'VERB /path'")
+            return path, rest
+
+        where = line.partition(b" ")[2].decode("utf-8", "replace")
+        _, payload = await self.loop.run_in_executor(None, self.server.respond, verb, where, read)
+        writer.write(payload)
+        writer.write_eof()
+
+    async def _receive(self, reader: asyncio.StreamReader) -> Optional[bytes]:
+        """The whole request; None once it passes the size limit (the rest is read and dropped)."""
+        limit = MAX_DOCUMENT + MAX_METADATA + MAX_PATH + 16  # the request line, too
+        chunks, size = [], 0
+        while chunk := await reader.read(1 << 16):
+            size += len(chunk)
+            if size <= limit:
+                chunks.append(chunk)
+        return b"".join(chunks) if size <= limit else None
+
+    def close(self) -> None:
+        """Close every connection (clients see it closed at once) and stop listening."""
+        async def stop():
+            self._quic.close()
+            for task in list(self._tasks):
+                task.cancel()
+
+        asyncio.run_coroutine_threadsafe(stop(), self.loop).result()
+        self.loop.call_soon_threadsafe(self.loop.stop)
+
+
+def _development_certificate():
+    """A self-signed certificate for localhost, 127.0.0.1 and ::1, valid for a day, and its key."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    addresses = [x509.IPAddress(ipaddress.ip_address(a)) for a in ("127.0.0.1", "::1")]
+    certificate = (
+        x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5)).not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName("localhost"), *addresses]), critical=False)
+        .sign(key, hashes.SHA256())
+    )
+    return certificate, key
+
+
+def fingerprint(certificate_pem: bytes) -> str:
+    """The SHA-256 fingerprint of a PEM certificate, as AB:CD:... (what `openssl x509 -fingerprint` shows)."""
+    der = ssl.PEM_cert_to_DER_cert(certificate_pem.decode("ascii"))
+    return ":".join(f"{b:02X}" for b in hashlib.sha256(der).digest())
 
 
 # ------------------------------------------------------------------ store
