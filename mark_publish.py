@@ -484,7 +484,12 @@ class _QuicLink:
         self._protocol = None
         self._closing: set = set()  # connections being closed, for close() to wait on
         self._loop = asyncio.new_event_loop()
-        threading.Thread(target=self._loop.run_forever, name="mark-quic", daemon=True).start()
+        self._stopped = False
+        threading.Thread(target=self._run, name="mark-quic", daemon=True).start()
+
+    def _run(self) -> None:
+        self._loop.run_forever()
+        self._loop.close()
 
     def exchange(self, request: bytes, doing: str, timeout: float, retry: bool) -> bytes:
         """The whole answer to `request`, by `timeout`; `retry`: safe to send twice."""
@@ -552,12 +557,17 @@ class _QuicLink:
         self._protocol = None
 
     def close(self) -> None:
+        """Close the connection (waiting a moment for the server to hear of it) and the loop."""
         async def close() -> None:
             self._drop()
-            await asyncio.wait(self._closing, timeout=1.0) if self._closing else None
+            if self._closing:
+                await asyncio.wait(self._closing, timeout=1.0)
 
+        if self._stopped:
+            return
+        self._stopped = True
         asyncio.run_coroutine_threadsafe(close(), self._loop).result()
-        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._loop.call_soon_threadsafe(self._loop.stop)  # and the thread then closes it
 
 
 def mark_publish(
@@ -873,7 +883,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         description="Publish a markdown body to a Mark server. The token comes from $MARK_TOKEN.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    parser.add_argument("--server", required=True, help="base URL, e.g. http://127.0.0.1:6309")
+    parser.add_argument("--server", required=True,
+                        help="the server: mark://host[:port] (QUIC) or an http(s):// base URL")
+    parser.add_argument("--insecure", action="store_true",
+                        help="do not check the server's certificate (a development server's)")
     parser.add_argument("path", help="document path, e.g. /notes.md")
     parser.add_argument("--expected-version", type=int, required=True, metavar="N")
     parser.add_argument("--on-conflict", choices=("fail", "merge"), default="fail")
@@ -889,10 +902,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             data = sys.stdin.buffer.read()
         body = data.decode("utf-8")
         with MarkClient(args.server, token=os.environ.get("MARK_TOKEN") or None,
-                        timeout=args.timeout) as client:
+                        timeout=args.timeout, verify=not args.insecure) as client:
             result = mark_publish(client, args.path, body, args.expected_version,
                                   on_conflict=args.on_conflict, max_retries=args.max_retries)
-    except (MarkError, ValueError, TypeError, OSError) as error:
+    except (MarkError, ValueError, TypeError, OSError, ImportError) as error:
         reason = error.strerror if isinstance(error, OSError) and error.strerror else error
         print(f"mark-publish: {reason}".split("\n")[0], file=sys.stderr)
         return 2

@@ -192,6 +192,7 @@ class MarkServer(ThreadingHTTPServer):
         self.server_close()
         if self._quic:
             self._quic.close()
+            self._quic = None
         with self._open_lock:
             for request in self._open:
                 try:
@@ -1078,21 +1079,38 @@ def _read_double_quoted(text: str):
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="mark-server",
-                                     description="Reference Mark server over HTTP (token: $MARK_TOKEN).")
+                                     description="Reference Mark server over HTTP, and QUIC with --quic "
+                                                 "(token: $MARK_TOKEN).")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     parser.add_argument("--root", required=True, help="store directory (created if missing)")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=6309)
     parser.add_argument("--tokens", help="Demarkus TOML token file")
+    parser.add_argument("--quic", action="store_true", help="serve Mark over QUIC too (mark://; needs aioquic)")
+    parser.add_argument("--quic-port", type=int, help="UDP port for QUIC (default: --port)")
+    parser.add_argument("--tls-cert", help="PEM certificate for QUIC (default: a development one made now)")
+    parser.add_argument("--tls-key", help="PEM private key of --tls-cert")
     args = parser.parse_args(argv)
-    server = MarkServer(args.root, args.host, args.port, os.environ.get("MARK_TOKEN"), args.tokens)
+    if bool(args.tls_cert) != bool(args.tls_key):
+        parser.error("--tls-cert and --tls-key go together")
+    try:
+        server = MarkServer(args.root, args.host, args.port, os.environ.get("MARK_TOKEN"), args.tokens)
+        if args.quic:
+            server.listen_quic(args.quic_port, args.tls_cert, args.tls_key)
+    except (OSError, RuntimeError, ValueError) as error:
+        print(f"mark-server: {error}", file=sys.stderr)
+        return 2
     print(f"mark-server: serving {Path(args.root).resolve()} at {server.url}", file=sys.stderr)
+    if server.mark_url:
+        made = "" if args.tls_cert else "development "
+        print(f"mark-server: and at {server.mark_url}, {made}certificate SHA-256 "
+              f"{fingerprint(server.certificate_pem)}", file=sys.stderr)
     try:
         server.serve_forever()
     except KeyboardInterrupt:
         pass
     finally:
-        server.server_close()
+        server.close()
     return 0
 
 
