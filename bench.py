@@ -24,13 +24,10 @@ import time
 import tracemalloc
 from pathlib import Path
 
-import requests
-
-from demo import add_line, sectioned_document
 from diff3 import diff3
 from mark_publish import MarkClient, MarkError, mark_publish
 from mark_server import serve
-from testkit import SHAPES, generate
+from testkit import SHAPES, add_line, generate, sectioned_document
 
 WORDS = (
     "agent document merge version paragraph server client publish conflict "
@@ -319,12 +316,17 @@ def crash_writer(url: str, token: str, path: str, size: int, acknowledged: dict,
 
 # --------------------------------------------------------------- publish
 
-def publish_round(url: str, token: str, writer: str, edits: int, mode: str, path: str) -> dict:
+def publish_round(url: str, token: str, verify, writer: str, edits: int, mode: str, path: str) -> dict:
     """One writer's edits to its own section; what happened to each."""
-    session = requests.Session()
+    client = MarkClient(url, token=token, verify=verify)
     sent = []
-    session.hooks["response"].append(lambda response, *args, **kwargs: sent.append(1))
-    client = MarkClient(url, token=token, session=session)
+    request = client.request
+
+    def counted(*args, **kwargs):  # every method goes through request(), whichever transport
+        sent.append(1)
+        return request(*args, **kwargs)
+
+    client.request = counted
     latest = client.fetch(path)
     version, text = int(latest.metadata["version"]), latest.body
     landed, escalated, latencies = [], 0, []
@@ -347,40 +349,50 @@ def publish_round(url: str, token: str, writer: str, edits: int, mode: str, path
             escalated += 1
             latest = client.fetch(path)
             version, text = int(latest.metadata["version"]), latest.body
+    client.close()
     return {"landed": landed, "escalated": escalated, "latencies": latencies, "requests": len(sent)}
 
 
 def bench_publish(args) -> None:
-    header = (f"{'writers':>7} {'mode':>6} {'edits':>5} {'landed':>6} {'escalated':>9} {'lost':>4} "
-              f"{'req/edit':>8} {'median ms':>9} {'p95 ms':>7}")
+    header = (f"{'transport':>9} {'writers':>7} {'mode':>6} {'edits':>5} {'landed':>6} {'escalated':>9} "
+              f"{'lost':>4} {'req/edit':>8} {'median ms':>9} {'p95 ms':>7}")
     print(header)
     print("-" * len(header))
     token = "bench-token"
-    for writers in (1, 2, 4, 8):
-        for mode in ("merge", "naive"):
-            names = [f"W{n}" for n in range(writers)]
-            with tempfile.TemporaryDirectory() as store, serve(store, token=token, log=None) as server:
-                MarkClient(server.url, token=token).publish("/bench.md", sectioned_document(names), 0)
-                results = {}
-                threads = [threading.Thread(target=lambda w=w: results.__setitem__(
-                    w, publish_round(server.url, token, w, args.edits, mode, "/bench.md"))) for w in names]
-                for thread in threads:
-                    thread.start()
-                for thread in threads:
-                    thread.join()
-                final = MarkClient(server.url).fetch("/bench.md").body
-            landed = [line for r in results.values() for line in r["landed"]]
-            lost = sum(f"\n{line}\n" not in final for line in landed)
-            latencies = sorted(t for r in results.values() for t in r["latencies"])
-            requests_sent = sum(r["requests"] for r in results.values())
-            p95 = latencies[min(len(latencies) - 1, int(0.95 * len(latencies)))]
-            print(f"{writers:7} {mode:>6} {len(latencies):5} {len(landed):6} "
-                  f"{sum(r['escalated'] for r in results.values()):9} {lost:4} "
-                  f"{requests_sent / max(1, len(landed)):8.2f} {1000 * statistics.median(latencies):9.1f} "
-                  f"{1000 * p95:7.1f}")
+    for transport in ("http", "quic"):
+        for writers in (1, 2, 4, 8):
+            for mode in ("merge", "naive"):
+                names = [f"W{n}" for n in range(writers)]
+                with tempfile.TemporaryDirectory() as store, \
+                        serve(store, token=token, log=None, quic=transport == "quic") as server:
+                    url, verify = server.url, True
+                    if transport == "quic":
+                        url, verify = server.mark_url, os.path.join(store, ".ca.pem")
+                        Path(verify).write_bytes(server.certificate_pem)
+                    with MarkClient(url, token=token, verify=verify) as seed:
+                        seed.publish("/bench.md", sectioned_document(names), 0)
+                    results = {}
+                    threads = [threading.Thread(target=lambda w=w: results.__setitem__(
+                        w, publish_round(url, token, verify, w, args.edits, mode, "/bench.md"))) for w in names]
+                    for thread in threads:
+                        thread.start()
+                    for thread in threads:
+                        thread.join()
+                    with MarkClient(url, verify=verify) as reader:
+                        final = reader.fetch("/bench.md").body
+                landed = [line for r in results.values() for line in r["landed"]]
+                lost = sum(f"\n{line}\n" not in final for line in landed)
+                latencies = sorted(t for r in results.values() for t in r["latencies"])
+                requests_sent = sum(r["requests"] for r in results.values())
+                p95 = latencies[min(len(latencies) - 1, int(0.95 * len(latencies)))]
+                print(f"{transport:>9} {writers:7} {mode:>6} {len(latencies):5} {len(landed):6} "
+                      f"{sum(r['escalated'] for r in results.values()):9} {lost:4} "
+                      f"{requests_sent / max(1, len(landed)):8.2f} {1000 * statistics.median(latencies):9.1f} "
+                      f"{1000 * p95:7.1f}")
     print("\nlanded: calls that returned status ok; escalated: returned status conflict to the caller;")
     print("lost: landed edits missing from the final document (the naive caller clobbers them);")
-    print("req/edit: HTTP requests (the initial FETCH included) per landed edit.")
+    print("req/edit: Mark requests (the initial FETCH included) per landed edit;")
+    print("http: Mark over HTTP/1.1 keep-alive; quic: Mark over QUIC, one connection per writer.")
 
 
 def main() -> None:

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 import requests
 
-from demo import add_line, replace_line, sectioned_document
 from mark_publish import MarkClient, MarkError, mark_append, mark_publish
 from mark_server import serve
+from testkit import add_line, replace_line, sectioned_document
 
 TOKEN = "e2e-token"
 PATH = "/shared.md"

@@ -18,7 +18,7 @@ from aioquic.quic.configuration import QuicConfiguration  # noqa: E402
 from cryptography.hazmat.primitives.serialization import Encoding  # noqa: E402
 
 import mark_publish  # noqa: E402
-from mark_publish import MarkClient, MarkError, mark_append, mark_publish as publish_merging  # noqa: E402
+from mark_publish import MarkClient, MarkError, mark_publish as publish_merging  # noqa: E402
 from mark_server import _development_certificate, fingerprint, serve  # noqa: E402
 
 TOKEN = "quic-token"

@@ -1,4 +1,6 @@
-"""Merge cases whose intended result is known, for test_diff3.py and bench.py.
+"""Test and bench helpers: merge cases whose intended result is known (for
+test_diff3.py and bench.py), and the sectioned documents that demo.py, the
+end-to-end tests and bench.py publish.
 
     >>> from testkit import generate
     >>> case = generate("sections", seed=1)
@@ -304,3 +306,24 @@ _EDITORS = {
     "checklist": _checklist_edit,
     "adjacent": _adjacent_edit,
 }
+
+
+# ------------------------------------------------- documents for the demo, e2e tests and bench
+
+def sectioned_document(writers: List[str]) -> str:
+    """A document with a heading and one intro line per writer's section."""
+    return "# Shared notes\n\n" + "".join(f"## {w}\n\n{w}'s intro.\n\n" for w in writers)
+
+
+def add_line(text: str, writer: str, line: str) -> str:
+    """`text` with `line` appended at the end of `writer`'s section."""
+    lines = text.split("\n")
+    start = lines.index(f"## {writer}")
+    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
+    while lines[end - 1] == "":  # insert before the blank lines that close the section
+        end -= 1
+    return "\n".join(lines[:end] + [line] + lines[end:])
+
+
+def replace_line(text: str, old: str, new: str) -> str:
+    return text.replace(f"\n{old}\n", f"\n{new}\n", 1)
