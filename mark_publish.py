@@ -1,7 +1,7 @@
-"""Publish to a Mark Protocol server over HTTP without losing concurrent edits.
+"""Publish to a Mark Protocol server without losing concurrent edits.
 
     >>> from mark_publish import MarkClient, mark_publish
-    >>> client = MarkClient(url, token="dev-secret")      # your server's URL; token=os.environ["MARK_TOKEN"]
+    >>> client = MarkClient(url, token="dev-secret")      # "mark://host" or "http://..."; os.environ["MARK_TOKEN"]
     >>> client.publish("/notes.md", "# Notes\\n\\nA.\\n\\nB.\\n", expected_version=0).status
     'created'
     >>> page = client.fetch("/notes.md")                  # MarkResponse(status, metadata, body)
@@ -44,10 +44,14 @@ conflict is returned as it is.  With `on_conflict="merge"` the loop in
 Every path either publishes a body holding the caller's edits or publishes
 nothing and says so: a body is never silently dropped.
 
-The wire format is Mark over HTTP (binding v1): the Mark verb is the HTTP
-method, the Mark request (a frontmatter block, then the body) is the HTTP
-body, and the Mark response comes back the same way with HTTP 200.  This
-file needs `requests` and `diff3.py` beside it; vendor the two together.
+Two wires carry the same Mark messages.  `mark://host[:port]` is Mark over
+QUIC, as the real Demarkus servers speak it: one QUIC connection (ALPN
+"mark"), a stream per request carrying "VERB /path\n", the metadata block
+and the body; it needs aioquic (`pip install 'mark-publish[quic]'`),
+imported only then.  `http(s)://` is Mark over HTTP (binding v1): the Mark
+verb is the HTTP method, the Mark request is the HTTP body, and the Mark
+response comes back the same way with HTTP 200.  This file needs
+`requests` and `diff3.py` beside it; vendor the two together.
 """
 
 import argparse

@@ -1,6 +1,7 @@
-"""A reference Mark Protocol server over HTTP, standard library only.
+"""A reference Mark Protocol server over HTTP (standard library only) and QUIC.
 
     $ MARK_TOKEN=dev-secret python mark_server.py --root ./store      # http://127.0.0.1:6309
+    $ MARK_TOKEN=dev-secret python mark_server.py --root ./store --quic   # and mark://127.0.0.1:6309
 
     >>> import tempfile
     >>> from mark_server import serve
@@ -9,8 +10,10 @@
     http://127.0.0.1:...
 
 It speaks the Mark-over-HTTP binding (the Mark verb is the HTTP method, the
-Mark request and response are the HTTP bodies, always HTTP 200) and keeps the
-Mark store's semantics: FETCH, LIST, VERSIONS, PUBLISH, APPEND, ARCHIVE;
+Mark request and response are the HTTP bodies, always HTTP 200) and, with
+--quic (aioquic needed then, and only then), Mark over QUIC as the real
+Demarkus servers do, answering as they answer.  It keeps the Mark store's
+semantics: FETCH, LIST, VERSIONS, PUBLISH, APPEND, ARCHIVE;
 versions 1, 2, 3 ... per document, immutable, each stored with a SHA-256
 hash chain; `expected-version` checked and the next version created as one
 atomic step, under a lock that other servers on the same root honour too.

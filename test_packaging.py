@@ -23,3 +23,34 @@ def test_python_dash_m_version(module, prog):
     run = subprocess.run([sys.executable, "-m", module, "--version"], capture_output=True, text=True,
                          cwd=Path(__file__).parent, timeout=60)
     assert (run.returncode, run.stdout) == (0, f"{prog} {mark_publish.__version__}\n")
+
+
+# Python with aioquic unimportable, to see what a core-only install does.
+WITHOUT_AIOQUIC = "import sys; sys.modules['aioquic'] = None\n"
+
+
+def run_without_aioquic(code: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", WITHOUT_AIOQUIC + code], capture_output=True, text=True,
+                          cwd=Path(__file__).parent, timeout=60)
+
+
+def test_http_needs_no_aioquic_and_mark_urls_say_what_to_install(tmp_path):
+    run = run_without_aioquic(
+        "import tempfile\n"
+        "from mark_server import serve\n"
+        "from mark_publish import MarkClient\n"
+        "with serve(tempfile.mkdtemp(), log=None) as server:\n"
+        "    print(MarkClient(server.url).fetch('/health').status)\n"
+        "try:\n"
+        "    MarkClient('mark://127.0.0.1')\n"
+        "except ImportError as error:\n"
+        "    print(error)\n"
+        "try:\n"
+        "    serve(tempfile.mkdtemp(), log=None, quic=True)\n"
+        "except RuntimeError as error:\n"
+        "    print(error)\n")
+    assert run.stdout.splitlines() == [
+        "ok",
+        "mark:// URLs need aioquic: pip install 'mark-publish[quic]'",
+        "Mark over QUIC needs aioquic: pip install 'mark-publish[quic]'",
+    ], run.stderr

@@ -6,8 +6,12 @@ server (../shared/real-demarkus/, upstream commit 6478dab) byte for byte.
 """
 
 import asyncio
+import os
+import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -15,7 +19,7 @@ pytest.importorskip("aioquic")
 
 from aioquic.asyncio.server import QuicServer  # noqa: E402
 from aioquic.quic.configuration import QuicConfiguration  # noqa: E402
-from cryptography.hazmat.primitives.serialization import Encoding  # noqa: E402
+from cryptography.hazmat.primitives.serialization import Encoding, NoEncryption, PrivateFormat  # noqa: E402
 
 import mark_publish  # noqa: E402
 from mark_publish import MarkClient, MarkError, mark_publish as publish_merging  # noqa: E402
@@ -307,3 +311,25 @@ def test_the_cli_speaks_quic(server, tmp_path, capsys, monkeypatch):
     code = mark_publish.main(["--server", server.mark_url, "--insecure", "/notes.md",
                               "--expected-version", "0", "--file", str(source)])
     assert code == 0 and capsys.readouterr().out == "status: ok\nversion: 1\nmerged: false\n"
+
+
+def test_mark_server_quic_from_the_command_line(tmp_path):
+    certificate, key = _development_certificate()
+    cert, key_file = tmp_path / "cert.pem", tmp_path / "key.pem"
+    cert.write_bytes(certificate.public_bytes(Encoding.PEM))
+    key_file.write_bytes(key.private_bytes(Encoding.PEM, PrivateFormat.PKCS8, NoEncryption()))
+    process = subprocess.Popen(
+        [sys.executable, str(Path(__file__).with_name("mark_server.py")), "--root", str(tmp_path / "store"),
+         "--port", "0", "--quic", "--tls-cert", str(cert), "--tls-key", str(key_file)],
+        env={**os.environ, "MARK_TOKEN": TOKEN}, stderr=subprocess.PIPE, text=True)
+    try:
+        http_line, quic_line = process.stderr.readline(), process.stderr.readline()
+        http_url = http_line.rsplit(" at ", 1)[1].strip()
+        mark_url = quic_line.split(" at ", 1)[1].split(",")[0]
+        assert mark_url == http_url.replace("http://", "mark://")  # the same port number
+        assert fingerprint(cert.read_bytes()) in quic_line and "development" not in quic_line
+        with MarkClient(mark_url, token=TOKEN, verify=str(cert)) as c:
+            assert c.publish("/cli.md", "from the CLI\n", expected_version=0).status == "created"
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
