@@ -389,7 +389,8 @@ class MarkClient:
         if new.status != "ok" or new.body not in bodies(old) or any(
                 new.metadata.get(key, value) != value for key, value in metadata.items()):
             raise may_have from None
-        return MarkResponse("created", {**new.metadata, "version": str(expected_version + 1)}, "")
+        return MarkResponse("created", {"version": str(expected_version + 1),
+                                        "modified": new.metadata.get("modified", "")}, "")
 
 
 class _AnswerLost(MarkError):

@@ -574,10 +574,10 @@ class Store:
     def version_file(self, name: str, version: int) -> Path:
         return self.versions / f"{name}.v{version}"
 
-    def read(self, name: str, version: int) -> Tuple[bytes, str]:
+    def read_version(self, name: str, version: int) -> "_Stored":
         data = self.version_file(name, version).read_bytes()
-        end = data.index(b"\n---\n", 3)
-        return data, data[end + 5:].decode("utf-8")
+        header, body = read_frontmatter(data.decode("utf-8"))
+        return _Stored(data, header, body)
 
     def fetch(self, name: str, if_none_match: Optional[str]):
         version = self.current(name)
@@ -585,20 +585,21 @@ class Store:
             raise MarkFailure("not-found", f"/{name} not found")
         if self.archived(name):
             raise MarkFailure("archived", f"/{name} is archived")
-        _, body = self.read(name, version)
-        etag = hashlib.sha256(body.encode("utf-8")).hexdigest()
+        stored = self.read_version(name, version)
+        etag = hashlib.sha256(stored.body.encode("utf-8")).hexdigest()
         if if_none_match == etag:
             return "not-modified", {}, ""
-        return "ok", {"etag": etag, "version": str(version), "modified": self.modified(name, version),
-                      "content-hash": _sha256(body.encode("utf-8"))}, body
+        return "ok", {**stored.publisher, "etag": etag, "version": str(version), "modified": self.modified(name, version),
+                      "content-hash": _sha256(stored.body.encode("utf-8"))}, stored.body
 
     def fetch_version(self, name: str, version: int):
         current = self.current(name)
         if not 1 <= version <= current:
             raise MarkFailure("not-found", f"/{name}/v{version} not found")
-        _, body = self.read(name, version)
-        return "ok", {"version": str(version), "current-version": str(current),
-                      "modified": self.modified(name, version), "content-hash": _sha256(body.encode("utf-8"))}, body
+        stored = self.read_version(name, version)
+        return "ok", {**stored.publisher, "version": str(version), "current-version": str(current),
+                      "modified": self.modified(name, version),
+                      "content-hash": _sha256(stored.body.encode("utf-8"))}, stored.body
 
     def list_versions(self, name: str):
         current = self.current(name)
@@ -607,11 +608,10 @@ class Store:
         previous, valid = None, True
         lines = []
         for version in range(1, current + 1):
-            data, _ = self.read(name, version)
-            header, _ = read_frontmatter(data.decode("utf-8"))
-            valid = valid and header.get("previous-hash") == (_sha256(previous) if previous else None)
+            stored = self.read_version(name, version)
+            valid = valid and stored.header.get("previous-hash") == (_sha256(previous) if previous else None)
             lines.append(f"- [v{version}]({_link('/' + name)}/v{version}) - {self.modified(name, version)}\n")
-            previous = data
+            previous = stored.data
         body = f"\n# Version History: {_escape('/' + name)}\n\n" + "".join(reversed(lines))
         return "ok", {"total": str(current), "current": str(current),
                       "chain-valid": "true" if valid else "false"}, body
@@ -639,9 +639,12 @@ class Store:
             raise MarkFailure("bad-request", "APPEND needs a non-empty body")
         if expected is not None and expected != current:
             raise _conflict(verb, expected, current)
-        previous, old_body = self.read(name, current) if current else (None, None)
+        publisher = _publisher_metadata(metadata)
+        old = self.read_version(name, current) if current else None
+        old_body = old.body if old else None
         if verb == "APPEND":  # as the real server joins: a newline only where the old text lacks one
             body = old_body + ("" if old_body.endswith("\n") else "\n") + body
+            publisher = {**old.publisher, **publisher}
         archived = self.archived(name)
         if not body:
             if not archived:
@@ -654,20 +657,22 @@ class Store:
             raise MarkFailure("too-large", f"documents are limited to {MAX_DOCUMENT} bytes")
         if body == old_body:
             return "ok", {"version": str(current), "modified": self.modified(name, current)}, ""
-        self.create(name, current + 1, body, previous)
+        self.create(name, current + 1, body, old.data if old else None, publisher)
         return "created", {"version": str(current + 1), "modified": self.modified(name, current + 1)}, ""
 
-    def create(self, name: str, version: int, body: str, previous: Optional[bytes]) -> None:
+    def create(self, name: str, version: int, body: str, previous: Optional[bytes],
+               publisher: Dict[str, str]) -> None:
         """Write version file N once (O_EXCL, every byte, fsync), then point the document at it.
 
         `previous` is the bytes of version N-1's file (None for version 1),
-        which the new file's previous-hash chains to.  Called under the
+        which the new file's previous-hash chains to; `publisher` is the
+        writer's own metadata (agent: mcp), kept with it.  Called under the
         store's write lock.  Should anything fail before the link reaches the
         new file, the file is removed and the error goes to the client as
         server-error: nothing half-written is ever acknowledged or left to
         wedge the next writer.
         """
-        header = {"version": str(version)}
+        header = {**publisher, "version": str(version)}
         if previous is not None:
             header["previous-hash"] = _sha256(previous)
         target = self.version_file(name, version)
@@ -713,6 +718,34 @@ class Store:
     def modified(self, name: str, version: int) -> str:
         seconds = self.version_file(name, version).stat().st_mtime
         return datetime.datetime.fromtimestamp(seconds, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class _Stored(NamedTuple):
+    """A version file: its bytes, its header, its body."""
+
+    data: bytes
+    header: Dict[str, str]
+    body: str
+
+    @property
+    def publisher(self) -> Dict[str, str]:
+        """The metadata its writer sent (agent: mcp), which FETCH gives back."""
+        return {key: value for key, value in self.header.items() if key not in ("version", "previous-hash")}
+
+
+# Request metadata that steers a request and is never stored; and what only the server may say.
+_CONTROL_KEYS = ("auth", "expected-version", "if-none-match", "if-modified-since")
+_RESERVED_KEYS = ("status", "version", "modified", "etag", "content-hash", "previous-hash", "current-version",
+                  "server-version", "your-version", "archived", "total", "current", "chain-valid", "entries")
+
+
+def _publisher_metadata(metadata: Dict[str, str]) -> Dict[str, str]:
+    """The metadata a writer sent to be kept with the version, as the real server keeps it."""
+    kept = {key: value for key, value in metadata.items() if key not in _CONTROL_KEYS}
+    for key in kept:
+        if key in _RESERVED_KEYS:
+            raise MarkFailure("bad-request", f'metadata key "{key}" is reserved')
+    return kept
 
 
 _VERSION_PATH = re.compile(r"(.+)/v([0-9]{1,18})")  # FETCH /doc.md/v3: version 3 of /doc.md

@@ -92,6 +92,17 @@ def test_stale_publish_and_versions_read_like_the_real_servers(server):
     assert send(server, "FETCH", "/health") == ("ok", {}, "# Health Check\n\nServer is healthy.\n")
 
 
+def test_publisher_metadata_is_kept_and_given_back(server):
+    assert send(server, "PUBLISH", "/a.md", {"auth": TOKEN, "agent": "mcp", "expected-version": "0"}, "x\n")[0] == "created"
+    assert send(server, "APPEND", "/a.md", {"auth": TOKEN, "expected-version": "1", "tag": "log"}, "y\n")[0] == "created"
+    meta = send(server, "FETCH", "/a.md")[1]
+    assert (meta["agent"], meta["tag"]) == ("mcp", "log")  # APPEND keeps what the version before had
+    assert "auth" not in meta and "expected-version" not in meta  # what steers a request is not kept
+    assert send(server, "FETCH", "/a.md/v1")[1]["agent"] == "mcp"
+    status, _, body = send(server, "PUBLISH", "/a.md", {"auth": TOKEN, "version": "9"}, "z\n")
+    assert (status, body) == ("bad-request", '\n# Bad request\n\nmetadata key "version" is reserved\n')
+
+
 def test_not_modified_with_etag(server):
     publish(server, "/a.md", "x\n")
     etag = send(server, "FETCH", "/a.md")[1]["etag"]
