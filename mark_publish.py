@@ -79,29 +79,44 @@ from diff3 import diff3
 __version__ = "0.2.0"  # the release this file is from; vendored copies keep saying it
 __all__ = [
     "MarkClient", "MarkResponse", "MarkError", "PublishResult",
-    "mark_publish", "merge_and_publish", "mark_append", "MARK_PUBLISH_TOOL", "main",
+    "mark_publish", "merge_and_publish", "merge_candidate", "mark_append", "MARK_PUBLISH_TOOL", "main",
 ]
 
+# The mark_publish tool as mark_mcp.py serves it: demarkus-mcp's, with on_conflict and metadata.
 MARK_PUBLISH_TOOL = {
     "name": "mark_publish",
     "description": (
-        "Publish a markdown document to a Mark server. Pass the version you edited as "
-        "expected_version. If someone published in between, on_conflict='merge' merges "
-        "disjoint edits automatically and returns status: conflict with git-style markers "
-        "in the body only when edits overlap; on_conflict='fail' returns the conflict as is."
+        "Publish a markdown document to a Mark server, with the version you fetched as expected_version "
+        "(0 creates a new document). If someone published in between: on_conflict='fail' answers "
+        "status: conflict (fetch, redo your edit, publish again); 'merge' merges the edits and publishes "
+        "a clean merge (status: ok, merged: true), or answers status: conflict, mergeable: false with "
+        "git-style markers in the body where the edits overlap: resolve them and publish the result with "
+        "current-version as expected_version; 'candidate' merges but publishes nothing: read the "
+        "merge-candidate body, resolve any markers (has-markers: true), and publish it with "
+        "publish-at-version as expected_version. reason: contention means others kept publishing: "
+        "call again."
     ),
     "inputSchema": {
         "type": "object",
         "properties": {
-            "path": {"type": "string", "description": "Document path, e.g. /notes/plan.md"},
-            "body": {"type": "string", "description": "The full new markdown body"},
+            "body": {"description": "markdown content to publish", "type": "string"},
             "expected_version": {
-                "type": "integer", "minimum": 0,
-                "description": "The version the body was edited from; 0 creates a new document",
+                "description": "version number from a prior fetch for conflict detection; "
+                               "use 0 when creating a new document",
+                "type": "number",
             },
-            "on_conflict": {"type": "string", "enum": ["fail", "merge"], "default": "fail"},
+            "metadata": {
+                "description": "metadata to store with the version, e.g. {\"title\": \"Plan\"}",
+                "type": "object", "additionalProperties": {"type": "string"},
+            },
+            "on_conflict": {
+                "description": "what to do when someone published after expected_version: "
+                               "fail (default), merge, or candidate (merge, publish nothing)",
+                "type": "string", "enum": ["fail", "merge", "candidate"], "default": "fail",
+            },
+            "url": {"description": "bare path, e.g. /index.md or /docs/", "type": "string"},
         },
-        "required": ["path", "body", "expected_version"],
+        "required": ["url", "body", "expected_version"],
     },
 }
 
@@ -147,6 +162,8 @@ class PublishResult:
     their_version: Optional[int] = None
     your_version: Optional[int] = None
     current_version: Optional[int] = None
+    publish_at_version: Optional[int] = None
+    has_markers: Optional[bool] = None
     mergeable: Optional[bool] = None
     reason: Optional[str] = None
     retries: Optional[int] = None
@@ -282,17 +299,20 @@ class MarkClient:
             return self._landed(lost, path, expected_version, lambda old: {body},
                                 dict(metadata or {}))
 
-    def append(self, path: str, text: str, expected_version: int) -> MarkResponse:
+    def append(self, path: str, text: str, expected_version: int,
+               metadata: Optional[Dict[str, str]] = None) -> MarkResponse:
         """APPEND `text` after the current version, which must be `expected_version`.
 
         A lost answer is checked like a publish's: is version
         `expected_version + 1` the previous one with `text` appended?
         """
         _check_int("expected_version", expected_version, minimum=1)
+        sent = {**(metadata or {}), "expected-version": str(expected_version)}
         try:
-            return self.request("APPEND", path, {"expected-version": str(expected_version)}, text)
+            return self.request("APPEND", path, sent, text)
         except _AnswerLost as lost:
-            return self._landed(lost, path, expected_version, lambda old: {_appended(old, text)}, {})
+            return self._landed(lost, path, expected_version, lambda old: {_appended(old, text)},
+                                dict(metadata or {}))
 
     def versions(self, path: str) -> MarkResponse:
         """VERSIONS: `total`, `current` and `chain-valid` of a document."""
@@ -584,13 +604,16 @@ def mark_publish(
     max_retries: int = 3,
     metadata: Optional[Dict[str, str]] = None,
 ) -> PublishResult:
-    """PUBLISH `body`, edited from `expected_version`; on "merge", merge a lost race.
+    """PUBLISH `body`, edited from `expected_version`; on a lost race, as `on_conflict` says.
 
-    Raises `MarkError` for any Mark error status and for transport failures.
+    "fail" returns the conflict; "merge" merges and publishes the merge
+    (`merge_and_publish`); "candidate" merges and publishes nothing, for
+    the caller to read the merge first (`merge_candidate`).  Raises
+    `MarkError` for any Mark error status and for transport failures.
     """
     _check_publish(path, body, expected_version, max_retries)
-    if on_conflict not in ("fail", "merge"):
-        raise ValueError(f'on_conflict must be "fail" or "merge", not {on_conflict!r}')
+    if on_conflict not in ("fail", "merge", "candidate"):
+        raise ValueError(f'on_conflict must be "fail", "merge" or "candidate", not {on_conflict!r}')
     response = client.publish(path, body, expected_version, metadata)
     if response.status in ("ok", "created"):
         return PublishResult("ok", version=_int_field(response, "version"), merged=False)
@@ -604,6 +627,8 @@ def mark_publish(
             return PublishResult("ok", version=_int_field(latest, "version"), merged=False)
         return PublishResult("conflict", your_version=expected_version,
                              current_version=_int_field(response, "server-version"))
+    if on_conflict == "candidate":
+        return merge_candidate(client, path, body, expected_version)
     return merge_and_publish(client, path, body, expected_version, max_retries, metadata)
 
 
@@ -622,24 +647,12 @@ def merge_and_publish(
     the document and redo the edit.
     """
     _check_publish(path, body, expected_version, max_retries)
-    base = ""
-    if expected_version:
-        response = client.fetch(path, version=expected_version)
-        if response.status == "not-found":  # never was, or the server let it go
-            latest = client.fetch(path)
-            if latest.status != "ok":
-                raise MarkError.from_response(latest, f"FETCH {path}")
-            return PublishResult("conflict", your_version=expected_version,
-                                 current_version=_int_field(latest, "version"), mergeable=False,
-                                 reason="base-unavailable")
-        if response.status != "ok":
-            raise MarkError.from_response(response, f"FETCH {path}/v{expected_version}")
-        base = response.body
+    base = _base(client, path, expected_version)
+    if base is None:
+        return _base_unavailable(client, path, expected_version)
     current_version = None
     for _ in range(max_retries):
-        latest = client.fetch(path)
-        if latest.status != "ok":
-            raise MarkError.from_response(latest, f"FETCH {path}")
+        latest = _latest(client, path)
         their_version = _int_field(latest, "version")
         if latest.body == body:  # already there: a retry of a publish that landed
             return PublishResult("ok", version=their_version, merged=False)
@@ -657,6 +670,52 @@ def merge_and_publish(
         current_version = _int_field(response, "server-version")
     return PublishResult("conflict", your_version=expected_version, current_version=current_version,
                          mergeable=False, reason="contention", retries=max_retries)
+
+
+def merge_candidate(client: MarkClient, path: str, body: str, expected_version: int) -> PublishResult:
+    """The merge `merge_and_publish` would publish, with nothing published: for an agent to read first.
+
+    Returns `status: merge-candidate` with `publish_at_version` (the
+    version to publish it against) and `has_markers` (whether the body
+    holds conflict markers to resolve first), or the answers
+    `merge_and_publish` gives when there is nothing to merge.
+    """
+    _check_publish(path, body, expected_version, 1)
+    base = _base(client, path, expected_version)
+    if base is None:
+        return _base_unavailable(client, path, expected_version)
+    latest = _latest(client, path)
+    their_version = _int_field(latest, "version")
+    if latest.body == body:
+        return PublishResult("ok", version=their_version, merged=False)
+    merged, had_conflict = diff3(base, body, latest.body)
+    return PublishResult("merge-candidate", your_version=expected_version, current_version=their_version,
+                         publish_at_version=their_version, has_markers=had_conflict, body=merged)
+
+
+def _base(client: MarkClient, path: str, expected_version: int) -> Optional[str]:
+    """The body of the version the caller edited ("" for version 0); None when it is gone."""
+    if not expected_version:
+        return ""
+    response = client.fetch(path, version=expected_version)
+    if response.status == "not-found":  # never was, or the server let it go
+        return None
+    if response.status != "ok":
+        raise MarkError.from_response(response, f"FETCH {path}/v{expected_version}")
+    return response.body
+
+
+def _base_unavailable(client: MarkClient, path: str, expected_version: int) -> PublishResult:
+    return PublishResult("conflict", your_version=expected_version,
+                         current_version=_int_field(_latest(client, path), "version"), mergeable=False,
+                         reason="base-unavailable")
+
+
+def _latest(client: MarkClient, path: str) -> MarkResponse:
+    latest = client.fetch(path)
+    if latest.status != "ok":
+        raise MarkError.from_response(latest, f"FETCH {path}")
+    return latest
 
 
 def mark_append(client: MarkClient, path: str, body: str,

@@ -191,3 +191,30 @@ def test_demo_command_runs():
     assert run.returncode == 0, run.stderr
     assert run.stdout.count("status: ok") == 2 and run.stdout.count("status: conflict") == 1
     assert "Bob adds a point." in run.stdout.split("=== /notes.md")[1]
+
+
+def test_demo_with_agents_over_quic_runs():
+    pytest.importorskip("aioquic")
+    pytest.importorskip("mcp")
+    run = subprocess.run([sys.executable, "demo.py", "--quic", "--mcp"], capture_output=True, text=True,
+                         timeout=60, cwd=Path(__file__).parent)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.startswith("server: mark://127.0.0.1:")
+    # The first to land needed no merge (the server's own answer), the next one merged, one overlapped.
+    assert [run.stdout.count(f"status: {s}") for s in ("created", "ok", "conflict")] == [1, 1, 1]
+    assert "Bob adds a point." in run.stdout.split("=== /notes.md")[1]
+
+
+def test_candidate_merges_and_publishes_nothing(server):
+    base = seed(server, ["A", "B"])
+    c = client(server)
+    assert c.publish(PATH, add_line(base, "B", "B's edit"), 1).status == "created"
+    clean = mark_publish(c, PATH, add_line(base, "A", "A's edit"), 1, on_conflict="candidate")
+    assert (clean.status, clean.publish_at_version, clean.has_markers) == ("merge-candidate", 2, False)
+    assert "A's edit" in clean.body and "B's edit" in clean.body
+    clash = mark_publish(c, PATH, add_line(base, "B", "B's other edit"), 1, on_conflict="candidate")
+    assert (clash.has_markers, "<<<<<<< ours" in clash.body) == (True, True)
+    assert c.fetch(PATH).metadata["version"] == "2"  # nothing published
+    assert mark_publish(c, PATH, clean.body, clean.publish_at_version).status == "ok"
+    gone = mark_publish(c, PATH, "x\n", 7, on_conflict="candidate")
+    assert (gone.status, gone.reason) == ("conflict", "base-unavailable")

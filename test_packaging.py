@@ -8,17 +8,18 @@ from pathlib import Path
 import pytest
 
 import diff3
+import mark_mcp
 import mark_publish
 import mark_server
 
 
 def test_every_file_says_the_release_the_metadata_says():
-    versions = {diff3.__version__, mark_publish.__version__, mark_server.__version__}
+    versions = {diff3.__version__, mark_publish.__version__, mark_server.__version__, mark_mcp.__version__}
     assert versions == {importlib.metadata.version("mark-publish")}
 
 
 @pytest.mark.parametrize("module,prog", [("diff3", "mark-diff3"), ("mark_publish", "mark-publish"),
-                                         ("mark_server", "mark-server")])
+                                         ("mark_server", "mark-server"), ("mark_mcp", "mark-mcp")])
 def test_python_dash_m_version(module, prog):
     run = subprocess.run([sys.executable, "-m", module, "--version"], capture_output=True, text=True,
                          cwd=Path(__file__).parent, timeout=60)

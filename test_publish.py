@@ -392,8 +392,8 @@ def test_request_without_token_or_body_sends_empty_payload(server):
 def test_tool_description():
     schema = MARK_PUBLISH_TOOL["inputSchema"]
     assert MARK_PUBLISH_TOOL["name"] == "mark_publish"
-    assert schema["properties"]["on_conflict"] == {"type": "string", "enum": ["fail", "merge"], "default": "fail"}
-    assert set(schema["required"]) == {"path", "body", "expected_version"}
+    assert schema["properties"]["on_conflict"]["enum"] == ["fail", "merge", "candidate"]
+    assert schema["required"] == ["url", "body", "expected_version"]  # demarkus-mcp's
     json.dumps(MARK_PUBLISH_TOOL)
 
 

@@ -1,0 +1,259 @@
+"""An MCP server for Mark documents: demarkus-mcp's document tools, with merging.
+
+    $ MARK_TOKEN=... mark-mcp --host mark://docs.example.com      # stdio: what an agent's MCP client runs
+
+Register it with an MCP client (Claude Desktop, an agent framework):
+
+    {"mcpServers": {"mark": {"command": "mark-mcp",
+                             "args": ["--host", "mark://docs.example.com"],
+                             "env": {"MARK_TOKEN": "..."}}}}
+
+It is a drop-in for the real `demarkus-mcp`'s document tools, with the same
+names, parameters and answers: mark_fetch, mark_list, mark_versions and
+mark_archive (url), mark_append (url, body, expected_version?) and
+mark_publish (url, body, expected_version, on_conflict?, metadata?).  A
+`url` is a bare path on the --host server (/notes.md) or a full mark://,
+http:// or https:// URL.  Each answer is the text demarkus-mcp gives: the
+status line, the server's metadata lines, an empty line and the server's
+body; `structuredContent` carries the same fields.
+
+What it adds is `on_conflict` on mark_publish, for a publish that lost a
+race (another writer published after the version the agent edited):
+
+* "fail" (the default): the server's conflict answer, as demarkus-mcp gives it.
+* "merge": the three edits are merged (diff3.py) and a clean merge is
+  published: `status: ok, merged: true`; overlapping edits come back as
+  `status: conflict, mergeable: false` with the body marked up git-style.
+* "candidate": merged the same way, published never: `status:
+  merge-candidate` with the merged body, for the agent to read (and
+  resolve, if `has-markers: true`) before it publishes at
+  `publish-at-version`.
+
+A publish that needed no merge answers as demarkus-mcp does in every mode.
+Writes carry `agent: mcp` metadata, as demarkus-mcp's do.  The token (from
+$MARK_TOKEN, or --token, which other users can read in the process list)
+goes to the --host server only, and never into an answer or a log.
+Needs the `mcp` extra: pip install 'mark-publish[mcp]' ('[mcp,quic]' for mark://).
+"""
+
+import argparse
+import logging
+import os
+import sys
+import threading
+from dataclasses import asdict
+from typing import Any, Dict, Optional, Tuple
+from urllib.parse import urlsplit
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.tools import Tool
+from mcp.types import CallToolResult, TextContent
+
+from mark_publish import (
+    DEFAULT_TIMEOUT, MARK_PORT, MARK_PUBLISH_TOOL, MarkClient, MarkError, MarkResponse, PublishResult,
+    merge_and_publish, merge_candidate,
+)
+
+__version__ = "0.2.0"  # the release this file is from; vendored copies keep saying it
+__all__ = ["create_server", "main"]
+
+URL = {"description": "bare path, e.g. /index.md or /docs/", "type": "string"}
+READ_TOOLS = {
+    "mark_fetch": ("FETCH", ("version", "modified", "etag", "content-hash"),
+                   "Fetch a markdown document from a Mark server. Keep its version: publish your "
+                   "edit with expected_version set to it."),
+    "mark_list": ("LIST", ("entries",), "List a directory of a Mark server: a markdown index of links."),
+    "mark_versions": ("VERSIONS", ("total", "current", "chain-valid"),
+                      "List a document's versions, newest first, and whether their hash chain is intact."),
+    "mark_archive": ("ARCHIVE", ("version", "modified"),
+                     "Archive a document: FETCH then answers archived. Publishing an empty body restores it."),
+}
+APPEND_TOOL = {
+    "name": "mark_append",
+    "description": (
+        "Append markdown to the end of a document; never merges. On status: conflict someone wrote "
+        "in between: fetch the document, check whether your text is already there, and append again "
+        "with the new version as expected_version if it is not."
+    ),
+    "inputSchema": {
+        "type": "object",
+        "properties": {
+            "body": {"description": "markdown content to append", "type": "string"},
+            "expected_version": {
+                "description": "version number from a prior fetch for conflict detection; "
+                               "when omitted or 0, resolved via VERSIONS",
+                "type": "number",
+            },
+            "url": URL,
+        },
+        "required": ["url", "body"],
+    },
+}
+WRITE_KEYS = ("version", "modified")  # what a write's answer shows first
+
+
+def create_server(host: Optional[str] = None, token: Optional[str] = None, verify=True,
+                  timeout: float = DEFAULT_TIMEOUT) -> MCPServer:
+    """The MCP server, its tools bound to `host` (the server bare paths go to) and `token`.
+
+    `verify` is MarkClient's: True, False (a development server) or a CA file.
+    """
+    logging.getLogger("quic").setLevel(logging.WARNING)  # aioquic's line per connection would flood the log
+    if host is not None:
+        MarkClient(host, token=token, verify=verify).close()  # a bad --host fails now, not at the first call
+    documents = _Documents(host, token, verify, timeout)
+    tools = [_tool(documents.reader(name, verb, first), name, description,
+                   {"type": "object", "properties": {"url": URL}, "required": ["url"]})
+             for name, (verb, first, description) in READ_TOOLS.items()]
+    tools.append(_tool(documents.append, APPEND_TOOL["name"], APPEND_TOOL["description"],
+                       APPEND_TOOL["inputSchema"]))
+    tools.append(_tool(documents.publish, MARK_PUBLISH_TOOL["name"], MARK_PUBLISH_TOOL["description"],
+                       MARK_PUBLISH_TOOL["inputSchema"]))
+    return MCPServer("mark", version=__version__, tools=tools, instructions=(
+        "Mark documents are versioned. Fetch a document, edit it, and publish it with the version you "
+        "fetched as expected_version; pass on_conflict='merge' (or 'candidate') so that a writer who "
+        "published in between does not cost you your edit."))
+
+
+class _Documents:
+    """The tools' bodies: a MarkClient per server and worker thread (the SDK runs each call on one)."""
+
+    def __init__(self, host: Optional[str], token: Optional[str], verify, timeout: float):
+        self._host, self._token, self._verify, self._timeout = host, token, verify, timeout
+        self._clients = threading.local()
+
+    def reader(self, name: str, verb: str, first: Tuple[str, ...]):
+        """Tool `name`: it sends `verb` to a url and words the answer with the `first` keys first."""
+        def read(url: str) -> CallToolResult:
+            client, path = self._target(url)
+            return _answer(_exchange(lambda: client.request(verb, path)), first)
+
+        read.__name__ = name  # which names the tool in the SDK's argument errors
+        return read
+
+    def append(self, url: str, body: str, expected_version: Any = None) -> CallToolResult:
+        version = _version_argument(expected_version, required=False)
+        if not body:
+            raise ToolError("body must not be empty: there is nothing to append")
+        client, path = self._target(url)
+        if not version:
+            current = _exchange(lambda: client.versions(path))
+            if current.status != "ok":
+                return _answer(current, WRITE_KEYS)
+            version = int(current.metadata.get("current", "0"))
+        return _answer(_exchange(lambda: client.append(path, body, version, {"agent": "mcp"})), WRITE_KEYS)
+
+    def publish(self, url: str, body: str, expected_version: Any, on_conflict: str = "fail",
+                metadata: Optional[Dict[str, str]] = None) -> CallToolResult:
+        version = _version_argument(expected_version, required=True)
+        if on_conflict not in ("fail", "merge", "candidate"):
+            raise ToolError(f'on_conflict must be "fail", "merge" or "candidate", not {on_conflict!r}')
+        sent = {"agent": "mcp", **(metadata or {})}
+        client, path = self._target(url)
+        response = _exchange(lambda: client.publish(path, body, version, sent))
+        if response.status != "conflict" or on_conflict == "fail":
+            return _answer(response, WRITE_KEYS)
+        if on_conflict == "merge":
+            return _result(_exchange(lambda: merge_and_publish(client, path, body, version, metadata=sent)))
+        return _result(_exchange(lambda: merge_candidate(client, path, body, version)))
+
+    def _target(self, url: str) -> Tuple[MarkClient, str]:
+        """The client for the server `url` names, and the document path."""
+        if url.startswith("/"):
+            if self._host is None:
+                raise ToolError("url is a bare path but no server is set: pass a full mark:// URL, "
+                                "or start mark-mcp with --host")
+            return self._client(self._host, self._token), url
+        parts = urlsplit(url)
+        if parts.scheme not in ("mark", "http", "https") or not parts.hostname:
+            raise ToolError(f"url must be a bare path (/notes.md) or a mark://, http:// or https:// URL, not {url!r}")
+        server = f"{parts.scheme}://{parts.netloc}"
+        # The token is for the --host server: a URL naming another server must not get it.
+        token = self._token if self._host and _origin(server) == _origin(self._host) else None
+        return self._client(server, token), parts.path or "/"
+
+    def _client(self, server: str, token: Optional[str]) -> MarkClient:
+        clients = self._clients.__dict__
+        if (server, token) not in clients:
+            try:
+                clients[server, token] = MarkClient(server, token=token, timeout=self._timeout,
+                                                    verify=self._verify)
+            except (ValueError, TypeError, ImportError) as error:
+                raise ToolError(str(error)) from None
+        return clients[server, token]
+
+
+def _tool(fn, name: str, description: str, schema: Dict[str, Any]) -> Tool:
+    """A tool whose input schema is demarkus-mcp's, word for word, not one derived from `fn`."""
+    tool = Tool.from_function(fn, name=name, description=description)
+    tool.parameters = schema
+    return tool
+
+
+def _exchange(call):
+    """`call()`, with a transport failure or a Mark error mid-merge as the tool's error."""
+    try:
+        return call()
+    except MarkError as error:
+        raise ToolError(str(error)) from None
+    except (ValueError, TypeError) as error:  # what the client refuses before sending
+        raise ToolError(str(error)) from None
+
+
+def _version_argument(value: Any, required: bool) -> Optional[int]:
+    """expected_version as a whole number (JSON has only numbers), or None when it may be omitted."""
+    if value is None and not required:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value) or value < 0:
+        raise ToolError(f"expected_version must be a whole number >= 0 (the version you fetched), not {value!r}")
+    return int(value)
+
+
+def _origin(url: str) -> Tuple[str, str, int]:
+    parts = urlsplit(url)
+    default = {"mark": MARK_PORT, "http": 80, "https": 443}[parts.scheme]
+    return parts.scheme, (parts.hostname or "").lower(), parts.port or default
+
+
+def _answer(response: MarkResponse, first: Tuple[str, ...]) -> CallToolResult:
+    """A Mark answer as demarkus-mcp words it: status, the `first` keys, the rest sorted, the body."""
+    keys = [key for key in first if key in response.metadata]
+    keys += sorted(key for key in response.metadata if key not in first)
+    text = f"status: {response.status}\n" + "".join(f"{key}: {response.metadata[key]}\n" for key in keys)
+    if response.body:
+        text += "\n" + response.body
+    fields = {"status": response.status, **{key: response.metadata[key] for key in keys}, "body": response.body}
+    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=fields)
+
+
+def _result(result: PublishResult) -> CallToolResult:
+    fields = {name.replace("_", "-"): value for name, value in asdict(result).items() if value is not None}
+    return CallToolResult(content=[TextContent(type="text", text=result.to_text())], structured_content=fields)
+
+
+def main(argv=None) -> int:
+    """`mark-mcp`: serve the tools over stdio until the client goes away."""
+    parser = argparse.ArgumentParser(
+        prog="mark-mcp", description="MCP server (stdio) for Mark documents: demarkus-mcp's tools, with "
+                                     "on_conflict merging. The token comes from $MARK_TOKEN.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument("--host", help="the server bare paths go to: mark://host[:port], http:// or https://")
+    parser.add_argument("--insecure", action="store_true",
+                        help="do not check the server's certificate (a development server's)")
+    parser.add_argument("--token", help="the write token; prefer $MARK_TOKEN: other users can read this "
+                                        "flag in the process list")
+    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, help="seconds per request")
+    args = parser.parse_args(argv)
+    try:
+        server = create_server(args.host, args.token or os.environ.get("MARK_TOKEN") or None,
+                               verify=not args.insecure, timeout=args.timeout)
+    except (ValueError, TypeError, ImportError) as error:
+        print(f"mark-mcp: {error}", file=sys.stderr)
+        return 2
+    server.run("stdio")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
