@@ -187,7 +187,7 @@ class MarkServer(ThreadingHTTPServer):
         if not (verb == "FETCH" and path == "/health"):
             version = _VERSION_PATH.fullmatch(path) if verb == "FETCH" else None
             self.grants.check(metadata.get("auth"), verb, version.group(1) if version else path)
-        return self.store.run(verb, path, metadata, body)
+        return dispatch(self.store, verb, path, metadata, body)
 
     def close(self) -> None:
         """Stop serving and drop every open connection, keep-alive ones included."""
@@ -469,7 +469,9 @@ def fingerprint(certificate_pem: bytes) -> str:
 # ------------------------------------------------------------------ store
 
 class Store:
-    """Versioned documents under a root directory, in the Mark layout."""
+    """Versioned documents under a root directory, in the Mark layout: naming,
+    locking, reading and writing versions.  What each verb makes of them is
+    in the functions below the class, from `dispatch` on."""
 
     def __init__(self, root: Path):
         root.mkdir(parents=True, exist_ok=True)
@@ -512,25 +514,7 @@ class Store:
         except MarkFailure:
             return 0
 
-    def run(self, verb: str, path: str, metadata: Dict[str, str], body: str):
-        if verb == "FETCH" and path == "/health":
-            return "ok", {}, "# Health Check\n\nServer is healthy.\n"
-        if verb == "LIST":
-            return self.list(path)
-        match = _VERSION_PATH.fullmatch(path)
-        if verb == "FETCH" and match:
-            return self.fetch_version(self.document(match.group(1)), int(match.group(2)))
-        name = self.document(path)
-        if verb == "FETCH":
-            return self.fetch(name, metadata.get("if-none-match"))
-        if verb == "VERSIONS":
-            return self.list_versions(name)
-        with self.writing():  # the expected-version check and the write are one step
-            if verb == "ARCHIVE":
-                return self.archive(name)
-            return self.write(verb, name, metadata, body)
-
-    def document(self, path: str) -> str:
+    def name_of(self, path: str) -> str:
         """The store-relative name of a document path; refuses anything outside ROOT.
 
         Segments that could land on the store's own files (NAME.vN,
@@ -544,18 +528,18 @@ class Store:
         if any(s in ("", ".", "..") for s in segments) or segments[0] == "versions":
             raise MarkFailure("not-found", f"{_shown(path)} not found")
         if len(path.encode("utf-8")) > MAX_PATH or any(len(s.encode("utf-8")) > MAX_SEGMENT for s in segments):
-            raise MarkFailure("bad-request", f"paths are limited to {MAX_PATH} bytes, "
-                                                            f"{MAX_SEGMENT} a segment")
+            raise MarkFailure("bad-request", f"paths are limited to {MAX_PATH} bytes, {MAX_SEGMENT} a segment")
         if path == "/health" or any(_RESERVED_SEGMENT.fullmatch(s) for s in segments):
-            raise MarkFailure("bad-request", f"{_shown(path)}: names like .x, x.v1, x.archived, v1 and /health are reserved")
+            raise MarkFailure("bad-request",
+                              f"{_shown(path)}: names like .x, x.v1, x.archived, v1 and /health are reserved")
         name = "/".join(segments)
         parent = (self.root / name).parent.resolve()
         if parent != self.root and self.root not in parent.parents:
             raise MarkFailure("not-found", f"{_shown(path)} not found")  # a symlinked directory escapes
         for depth in range(1, len(segments)):
             if (self.root.joinpath(*segments[:depth])).is_symlink():
-                raise MarkFailure("not-found", f"{_shown(path)} not found: /"
-                                  f"{'/'.join(segments[:depth])} is a document")
+                raise MarkFailure("not-found",
+                                  f"{_shown(path)} not found: /{'/'.join(segments[:depth])} is a document")
         return name
 
     def current(self, name: str) -> int:
@@ -578,87 +562,6 @@ class Store:
         data = self.version_file(name, version).read_bytes()
         header, body = read_frontmatter(data.decode("utf-8"))
         return _Stored(data, header, body)
-
-    def fetch(self, name: str, if_none_match: Optional[str]):
-        version = self.current(name)
-        if not version:
-            raise MarkFailure("not-found", f"/{name} not found")
-        if self.archived(name):
-            raise MarkFailure("archived", f"/{name} is archived")
-        stored = self.read_version(name, version)
-        etag = hashlib.sha256(stored.body.encode("utf-8")).hexdigest()
-        if if_none_match == etag:
-            return "not-modified", {}, ""
-        return "ok", {**stored.publisher, "etag": etag, "version": str(version), "modified": self.modified(name, version),
-                      "content-hash": _sha256(stored.body.encode("utf-8"))}, stored.body
-
-    def fetch_version(self, name: str, version: int):
-        current = self.current(name)
-        if not 1 <= version <= current:
-            raise MarkFailure("not-found", f"/{name}/v{version} not found")
-        stored = self.read_version(name, version)
-        return "ok", {**stored.publisher, "version": str(version), "current-version": str(current),
-                      "modified": self.modified(name, version),
-                      "content-hash": _sha256(stored.body.encode("utf-8"))}, stored.body
-
-    def list_versions(self, name: str):
-        current = self.current(name)
-        if not current:
-            raise MarkFailure("not-found", f"/{name} not found")
-        previous, valid = None, True
-        lines = []
-        for version in range(1, current + 1):
-            stored = self.read_version(name, version)
-            valid = valid and stored.header.get("previous-hash") == (_sha256(previous) if previous else None)
-            lines.append(f"- [v{version}]({_link('/' + name)}/v{version}) - {self.modified(name, version)}\n")
-            previous = stored.data
-        body = f"\n# Version History: {_escape('/' + name)}\n\n" + "".join(reversed(lines))
-        return "ok", {"total": str(current), "current": str(current),
-                      "chain-valid": "true" if valid else "false"}, body
-
-    def list(self, path: str):
-        directory = self.root if path == "/" else self.root / self.document(path.rstrip("/") or "/")
-        real = directory.resolve()
-        if not directory.is_dir() or self.root not in (real, *real.parents):
-            raise MarkFailure("not-found", f"{path} not found")
-        entries = []
-        for entry in sorted(directory.iterdir()):
-            if entry.name.startswith(".") or entry == self.versions:
-                continue
-            slash = "/" if entry.is_dir() and not entry.is_symlink() else ""
-            entries.append(f"- [{_escape(entry.name)}{slash}]({_link(entry.name)}{slash})\n")
-        heading = path if path.endswith("/") else path + "/"
-        return "ok", {"entries": str(len(entries))}, f"\n# Index of {_escape(heading)}\n\n" + "".join(entries)
-
-    def write(self, verb: str, name: str, metadata: Dict[str, str], body: str):
-        current = self.current(name)
-        expected = parse_version(metadata.get("expected-version"), required=(verb == "APPEND"))
-        if verb == "APPEND" and not current:
-            raise MarkFailure("not-found", f"/{name} not found")
-        if verb == "APPEND" and not body:
-            raise MarkFailure("bad-request", "APPEND needs a non-empty body")
-        if expected is not None and expected != current:
-            raise _conflict(verb, expected, current)
-        publisher = _publisher_metadata(metadata)
-        old = self.read_version(name, current) if current else None
-        old_body = old.body if old else None
-        if verb == "APPEND":  # as the real server joins: a newline only where the old text lacks one
-            body = old_body + ("" if old_body.endswith("\n") else "\n") + body
-            publisher = {**old.publisher, **publisher}
-        archived = self.archived(name)
-        if not body:
-            if not archived:
-                raise MarkFailure("bad-request", "an empty body only unarchives a document")
-            self.archive_marker(name).unlink()
-            return "ok", {"version": str(current)}, ""
-        if archived:
-            raise MarkFailure("archived", f"/{name} is archived; publish an empty body to restore it")
-        if len(body.encode("utf-8")) > MAX_DOCUMENT:
-            raise MarkFailure("too-large", f"documents are limited to {MAX_DOCUMENT} bytes")
-        if body == old_body:
-            return "ok", {"version": str(current), "modified": self.modified(name, current)}, ""
-        self.create(name, current + 1, body, old.data if old else None, publisher)
-        return "created", {"version": str(current + 1), "modified": self.modified(name, current + 1)}, ""
 
     def create(self, name: str, version: int, body: str, previous: Optional[bytes],
                publisher: Dict[str, str]) -> None:
@@ -702,13 +605,6 @@ class Store:
             raise
         _fsync_directory(link.parent)  # the swap survives a power cut, not just a crash
 
-    def archive(self, name: str):
-        current = self.current(name)
-        if not current:
-            raise MarkFailure("not-found", f"/{name} not found")
-        self.archive_marker(name).touch()
-        return "ok", {"version": str(current), "archived": "true"}, ""
-
     def archive_marker(self, name: str) -> Path:
         return self.versions / f"{name}.archived"
 
@@ -718,6 +614,124 @@ class Store:
     def modified(self, name: str, version: int) -> str:
         seconds = self.version_file(name, version).stat().st_mtime
         return datetime.datetime.fromtimestamp(seconds, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+# ---------------------------------------------------------------- verbs
+
+def dispatch(store: Store, verb: str, path: str, metadata: Dict[str, str],
+             body: str) -> Tuple[str, Dict[str, str], str]:
+    """One Mark request against the store: its status, metadata and body (or MarkFailure)."""
+    if verb == "FETCH" and path == "/health":
+        return "ok", {}, "# Health Check\n\nServer is healthy.\n"
+    if verb == "LIST":
+        return _list(store, path)
+    match = _VERSION_PATH.fullmatch(path)
+    if verb == "FETCH" and match:
+        return _fetch_version(store, store.name_of(match.group(1)), int(match.group(2)))
+    name = store.name_of(path)
+    if verb == "FETCH":
+        return _fetch(store, name, metadata.get("if-none-match"))
+    if verb == "VERSIONS":
+        return _versions(store, name)
+    with store.writing():  # the expected-version check and the write are one step
+        if verb == "ARCHIVE":
+            return _archive(store, name)
+        return _write(store, verb, name, metadata, body)
+
+
+def _fetch(store: Store, name: str, if_none_match: Optional[str]):
+    version = store.current(name)
+    if not version:
+        raise MarkFailure("not-found", f"/{name} not found")
+    if store.archived(name):
+        raise MarkFailure("archived", f"/{name} is archived")
+    stored = store.read_version(name, version)
+    etag = hashlib.sha256(stored.body.encode("utf-8")).hexdigest()
+    if if_none_match == etag:
+        return "not-modified", {}, ""
+    return "ok", {**stored.publisher, "etag": etag, "version": str(version),
+                  "modified": store.modified(name, version),
+                  "content-hash": _sha256(stored.body.encode("utf-8"))}, stored.body
+
+
+def _fetch_version(store: Store, name: str, version: int):
+    current = store.current(name)
+    if not 1 <= version <= current:
+        raise MarkFailure("not-found", f"/{name}/v{version} not found")
+    stored = store.read_version(name, version)
+    return "ok", {**stored.publisher, "version": str(version), "current-version": str(current),
+                  "modified": store.modified(name, version),
+                  "content-hash": _sha256(stored.body.encode("utf-8"))}, stored.body
+
+
+def _versions(store: Store, name: str):
+    current = store.current(name)
+    if not current:
+        raise MarkFailure("not-found", f"/{name} not found")
+    previous, valid = None, True
+    lines = []
+    for version in range(1, current + 1):
+        stored = store.read_version(name, version)
+        valid = valid and stored.header.get("previous-hash") == (_sha256(previous) if previous else None)
+        lines.append(f"- [v{version}]({_link('/' + name)}/v{version}) - {store.modified(name, version)}\n")
+        previous = stored.data
+    body = f"\n# Version History: {_escape('/' + name)}\n\n" + "".join(reversed(lines))
+    return "ok", {"total": str(current), "current": str(current),
+                  "chain-valid": "true" if valid else "false"}, body
+
+
+def _list(store: Store, path: str):
+    directory = store.root if path == "/" else store.root / store.name_of(path.rstrip("/") or "/")
+    real = directory.resolve()
+    if not directory.is_dir() or store.root not in (real, *real.parents):
+        raise MarkFailure("not-found", f"{path} not found")
+    entries = []
+    for entry in sorted(directory.iterdir()):
+        if entry.name.startswith(".") or entry == store.versions:
+            continue
+        slash = "/" if entry.is_dir() and not entry.is_symlink() else ""
+        entries.append(f"- [{_escape(entry.name)}{slash}]({_link(entry.name)}{slash})\n")
+    heading = path if path.endswith("/") else path + "/"
+    return "ok", {"entries": str(len(entries))}, f"\n# Index of {_escape(heading)}\n\n" + "".join(entries)
+
+
+def _write(store: Store, verb: str, name: str, metadata: Dict[str, str], body: str):
+    current = store.current(name)
+    expected = parse_version(metadata.get("expected-version"), required=(verb == "APPEND"))
+    if verb == "APPEND" and not current:
+        raise MarkFailure("not-found", f"/{name} not found")
+    if verb == "APPEND" and not body:
+        raise MarkFailure("bad-request", "APPEND needs a non-empty body")
+    if expected is not None and expected != current:
+        raise _conflict(verb, expected, current)
+    publisher = _publisher_metadata(metadata)
+    old = store.read_version(name, current) if current else None
+    old_body = old.body if old else None
+    if verb == "APPEND":  # as the real server joins: a newline only where the old text lacks one
+        body = old_body + ("" if old_body.endswith("\n") else "\n") + body
+        publisher = {**old.publisher, **publisher}
+    archived = store.archived(name)
+    if not body:
+        if not archived:
+            raise MarkFailure("bad-request", "an empty body only unarchives a document")
+        store.archive_marker(name).unlink()
+        return "ok", {"version": str(current)}, ""
+    if archived:
+        raise MarkFailure("archived", f"/{name} is archived; publish an empty body to restore it")
+    if len(body.encode("utf-8")) > MAX_DOCUMENT:
+        raise MarkFailure("too-large", f"documents are limited to {MAX_DOCUMENT} bytes")
+    if body == old_body:
+        return "ok", {"version": str(current), "modified": store.modified(name, current)}, ""
+    store.create(name, current + 1, body, old.data if old else None, publisher)
+    return "created", {"version": str(current + 1), "modified": store.modified(name, current + 1)}, ""
+
+
+def _archive(store: Store, name: str):
+    current = store.current(name)
+    if not current:
+        raise MarkFailure("not-found", f"/{name} not found")
+    store.archive_marker(name).touch()
+    return "ok", {"version": str(current), "archived": "true"}, ""
 
 
 class _Stored(NamedTuple):
@@ -967,7 +981,8 @@ def read_request(text: str) -> Tuple[Dict[str, str], str]:
     try:
         return read_frontmatter(text)
     except ValueError:  # its text quotes the line, which may hold a token: never echoed
-        raise MarkFailure("bad-request", "malformed metadata: each line is key: value, the value plain or quoted") from None
+        raise MarkFailure("bad-request",
+                          "malformed metadata: each line is key: value, the value plain or quoted") from None
 
 
 def write_message(metadata: Dict[str, str], body: str) -> str:

@@ -461,11 +461,11 @@ def run_store(tmp_path, code: str) -> str:
         "import os, sys\n"
         f"sys.path.insert(0, {str(Path(__file__).parent)!r})\n"
         "from pathlib import Path\n"
-        "from mark_server import Store, MarkFailure\n"
+        "from mark_server import Store, MarkFailure, dispatch\n"
         f"store = Store(Path({str(tmp_path / 'store')!r}))\n"
         "def publish(path, body, expected):\n"
         "    try:\n"
-        "        return store.run('PUBLISH', path, {'expected-version': str(expected)}, body)[0]\n"
+        "        return dispatch(store, 'PUBLISH', path, {'expected-version': str(expected)}, body)[0]\n"
         "    except MarkFailure as failure:\n"
         "        return failure.status\n"
         "    except OSError as error:\n"
@@ -483,7 +483,7 @@ def test_short_writes_are_completed(tmp_path):
         "os.write = lambda fd, data: real(fd, bytes(data[:1000]))  # a disk that takes 1000 bytes a call\n"
         "print(publish('/a.md', 'y' * (1 << 20), 0))\n"
         "os.write = real\n"
-        "print(len(store.run('FETCH', '/a.md', {}, '')[2]))\n"
+        "print(len(dispatch(store, 'FETCH', '/a.md', {}, '')[2]))\n"
     ))
     assert out.split() == ["created", str(1 << 20)]
 
