@@ -10,40 +10,40 @@ import diff3 as diff3_module
 from diff3 import Merge, diff3, get_hunks, main
 from testkit import SHAPES, generate
 
-OURS = "<<<<<<< ours\n"  # the marker lines of a conflict block
-MID = "=======\n"
-THEIRS = ">>>>>>> theirs\n"
+START = "<<<<<<< ours\n"  # the marker lines of a conflict block
+SEPARATOR = "=======\n"
+END = ">>>>>>> theirs\n"
 
 # name, base, ours, theirs, merged, had_conflict
 CASES = [
     ("ours only", "a\nb\nc\n", "a\nB\nc\n", "a\nb\nc\n", "a\nB\nc\n", False),
     ("theirs only", "a\nb\nc\n", "a\nb\nc\n", "a\nb\nC\n", "a\nb\nC\n", False),
     ("same change once", "a\nb\nc\n", "a\nX\nc\n", "a\nX\nc\n", "a\nX\nc\n", False),
-    ("different change", "a\nb\nc\n", "a\nX\nc\n", "a\nY\nc\n", f"a\n{OURS}X\n{MID}Y\n{THEIRS}c\n", True),
+    ("different change", "a\nb\nc\n", "a\nX\nc\n", "a\nY\nc\n", f"a\n{START}X\n{SEPARATOR}Y\n{END}c\n", True),
     ("disjoint paragraphs",
      "# T\n\nOne.\n\nTwo.\n\nThree.\n", "# T\n\nOne!\n\nTwo.\n\nThree.\n", "# T\n\nOne.\n\nTwo.\n\nThree!\n",
      "# T\n\nOne!\n\nTwo.\n\nThree!\n", False),
     ("adjacent lines", "1\n2\n3\n4\n", "1\nA\n3\n4\n", "1\n2\nB\n4\n", "1\nA\nB\n4\n", False),
-    ("same-point inserts differ", "a\nb\n", "a\nX\nb\n", "a\nY\nb\n", f"a\n{OURS}X\n{MID}Y\n{THEIRS}b\n", True),
+    ("same-point inserts differ", "a\nb\n", "a\nX\nb\n", "a\nY\nb\n", f"a\n{START}X\n{SEPARATOR}Y\n{END}b\n", True),
     ("same-point inserts equal", "a\nb\n", "a\nX\nb\n", "a\nX\nb\n", "a\nX\nb\n", False),
-    ("delete vs modify", "a\nb\nc\n", "a\nc\n", "a\nB\nc\n", f"a\n{OURS}{MID}B\n{THEIRS}c\n", True),
-    ("modify vs delete", "a\nb\nc\n", "a\nB\nc\n", "a\nc\n", f"a\n{OURS}B\n{MID}{THEIRS}c\n", True),
+    ("delete vs modify", "a\nb\nc\n", "a\nc\n", "a\nB\nc\n", f"a\n{START}{SEPARATOR}B\n{END}c\n", True),
+    ("modify vs delete", "a\nb\nc\n", "a\nB\nc\n", "a\nc\n", f"a\n{START}B\n{SEPARATOR}{END}c\n", True),
     ("insert inside other's range", "a\nb\nc\nd\n", "a\nb\nX\nc\nd\n", "a\nB\nC\nd\n",
-     f"a\n{OURS}b\nX\nc\n{MID}B\nC\n{THEIRS}d\n", True),
+     f"a\n{START}b\nX\nc\n{SEPARATOR}B\nC\n{END}d\n", True),
     ("add section, delete another",
      "# A\n\naaa\n\n# B\n\nbbb\n", "# A\n\naaa\n\n# B\n\nbbb\n\n# C\n\nccc\n", "# B\n\nbbb\n",
      "# B\n\nbbb\n\n# C\n\nccc\n", False),
     ("insert at start of other's change", "a\nb\n", "X\na\nb\n", "A\nb\n", "X\nA\nb\n", False),
-    ("empty base", "", "x\n", "y\n", f"{OURS}x\n{MID}y\n{THEIRS}", True),
+    ("empty base", "", "x\n", "y\n", f"{START}x\n{SEPARATOR}y\n{END}", True),
     ("empty base, one side", "", "x\n", "", "x\n", False),
     ("empty ours", "a\nb\n", "", "a\nb\n", "", False),
-    ("empty theirs vs edit", "a\nb\n", "a\nB\n", "", f"{OURS}a\nB\n{MID}{THEIRS}", True),
+    ("empty theirs vs edit", "a\nb\n", "a\nB\n", "", f"{START}a\nB\n{SEPARATOR}{END}", True),
     ("all empty", "", "", "", "", False),
     ("no newline kept", "a\nb", "A\nb", "a\nb", "A\nb", False),
     ("no newline both sides", "a\nb", "A\nb", "a\nB", "A\nB", False),
-    ("delete vs append after it", "a\nb\nc\n", "a\nb", "a\nb\nc\nd\n", f"a\n{OURS}b\n{MID}b\nc\nd\n{THEIRS}", True),
-    ("no newline before marker", "a\n", "a\nX", "a\nY\n", f"a\n{OURS}X\n{MID}Y\n{THEIRS}", True),
-    ("no newline on both conflicting", "a", "x", "y", f"{OURS}x\n{MID}y\n{THEIRS}", True),
+    ("delete vs append after it", "a\nb\nc\n", "a\nb", "a\nb\nc\nd\n", f"a\n{START}b\n{SEPARATOR}b\nc\nd\n{END}", True),
+    ("no newline before marker", "a\n", "a\nX", "a\nY\n", f"a\n{START}X\n{SEPARATOR}Y\n{END}", True),
+    ("no newline on both conflicting", "a", "x", "y", f"{START}x\n{SEPARATOR}y\n{END}", True),
     ("crlf unchanged regions", "a\r\nb\r\nc\r\n", "a\r\nB\r\nc\r\n", "a\r\nb\r\nC\r\n", "a\r\nB\r\nC\r\n", False),
     ("crlf markers", "a\r\nb\r\n", "a\r\nX\r\n", "a\r\nY\r\n",
      "a\r\n<<<<<<< ours\r\nX\r\n=======\r\nY\r\n>>>>>>> theirs\r\n", True),
@@ -52,7 +52,7 @@ CASES = [
     ("only \\n splits", "a\rb\x0bc\x0cd\x1ce\x85f\u2028g\u2029h\n", "a\rb\x0bc\x0cd\x1ce\x85f\u2028g\u2029h\nnew\n",
      "a\rb\x0bc\x0cd\x1ce\x85f\u2028g\u2029h\n", "a\rb\x0bc\x0cd\x1ce\x85f\u2028g\u2029h\nnew\n", False),
     ("separators are not line breaks", "x\u2028y\n", "X\u2028y\n", "x\u2028Y\n",
-     f"{OURS}X\u2028y\n{MID}x\u2028Y\n{THEIRS}", True),
+     f"{START}X\u2028y\n{SEPARATOR}x\u2028Y\n{END}", True),
     ("separator in a last line without newline", "a\nb\u2028c", "A\nb\u2028c", "a\nb\u2028c", "A\nb\u2028c", False),
     ("setext heading is not a conflict", "Title\n=======\n\ntext\n", "Title\n=======\n\ntext!\n",
      "Title!\n=======\n\ntext\n", "Title!\n=======\n\ntext!\n", False),
@@ -76,14 +76,14 @@ REPRODUCTIONS = [
     ("same insertion by both", "# Doc\n\nintro\n\n## Z\n", "# Doc\n\nintro\n\n## Y\n\n## Z\n",
      "# Doc!\n\nintro\n\n## Y\n\n## Z\n", "# Doc!\n\nintro\n\n## Y\n\n## Z\n", False),
     ("same point, one edits on", "## A\n\na\n\n## C\n\nc\n", "## A\n\na\n\n## B\n\nb - S\n\n## C\n\nc\n",
-     "## A!\n\na\n\n## B\n\nb\n\n## C\n\nc\n", f"## A!\n\na\n\n## B\n\n{OURS}b - S\n{MID}b\n{THEIRS}\n## C\n\nc\n", True),
+     "## A!\n\na\n\n## B\n\nb\n\n## C\n\nc\n", f"## A!\n\na\n\n## B\n\n{START}b - S\n{SEPARATOR}b\n{END}\n## C\n\nc\n", True),
     ("edit on the right one of equal lines",
      "- [ ] todo\n\n- [ ] todo\n\n- [x] todo\n\n- [ ] todo\n", "- [x] todo\n\n- [x] todo\n\n- [x] todo\n\n- [x] todo\n",
      "- [ ] todo\n\n- [ ] todo\n\n- [ ] todo\n\n- [ ] todo\n", "- [x] todo\n\n- [x] todo\n\n- [ ] todo\n\n- [x] todo\n",
      False),
     ("touching across a blank line", "## A\n\n- old\n\n## B\n", "## A\n\n## New\n\ntext\n\n## B\n",
-     "## A\n\n- old\n- added\n\n## B\n", f"## A\n\n{OURS}## New\n\ntext\n{MID}- old\n- added\n{THEIRS}\n## B\n", True),
-    ("emptied vs appended", "a\nb\n", "", "a\nb\nc\n", f"{OURS}{MID}a\nb\nc\n{THEIRS}", True),
+     "## A\n\n- old\n- added\n\n## B\n", f"## A\n\n{START}## New\n\ntext\n{SEPARATOR}- old\n- added\n{END}\n## B\n", True),
+    ("emptied vs appended", "a\nb\n", "", "a\nb\nc\n", f"{START}{SEPARATOR}a\nb\nc\n{END}", True),
 ]
 
 
@@ -173,9 +173,9 @@ def test_gap_beyond_edit_budget_stays_local():
     assert diff3("".join(base), "".join(ours), "".join(base)) == ("".join(ours), False)
     merged, conflict = diff3("".join(base), "".join(ours), "".join(theirs))
     assert conflict
-    kept_ours = re.sub(f"{MID}.*?{THEIRS}", "", merged.replace(OURS, ""), flags=re.S)
+    kept_ours = re.sub(f"{SEPARATOR}.*?{END}", "", merged.replace(START, ""), flags=re.S)
     assert kept_ours == "".join(ours) and "mid\n" in merged
-    first, last = merged.index(OURS), merged.rindex(THEIRS)
+    first, last = merged.index(START), merged.rindex(END)
     assert merged[first:last].count("\n") < 200  # of the 2000 lines ours and theirs hold
 
 
