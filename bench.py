@@ -27,7 +27,7 @@ from pathlib import Path
 from diff3 import diff3
 from mark_publish import MarkClient, MarkError, mark_publish
 from mark_server import serve
-from testkit import SHAPES, add_line, generate, sectioned_document
+from testkit import SHAPES, generate, sectioned_document, together, write_rounds
 
 WORDS = (
     "agent document merge version paragraph server client publish conflict "
@@ -327,30 +327,23 @@ def publish_round(url: str, token: str, verify, writer: str, edits: int, mode: s
         return request(*args, **kwargs)
 
     client.request = counted
-    latest = client.fetch(path)
-    version, text = int(latest.metadata["version"]), latest.body
-    landed, escalated, latencies = [], 0, []
-    for n in range(edits):
-        line = f"{writer} edit {n}"
-        body = add_line(text, writer, line)
-        start = time.perf_counter()
-        if mode == "merge":
-            result = mark_publish(client, path, body, version, on_conflict="merge")
-        else:  # the naive caller: on conflict, re-fetch and re-publish its stale body
-            result = mark_publish(client, path, body, version)
-            while result.status == "conflict":
-                current = int(client.fetch(path).metadata["version"])
-                result = mark_publish(client, path, body, current)
-        latencies.append(time.perf_counter() - start)
-        if result.status == "ok":
-            landed.append(line)
-            version, text = result.version, result.body if result.merged else body
-        else:
-            escalated += 1
-            latest = client.fetch(path)
-            version, text = int(latest.metadata["version"]), latest.body
-    client.close()
-    return {"landed": landed, "escalated": escalated, "latencies": latencies, "requests": len(sent)}
+    with client:
+        outcomes = write_rounds(client, path, writer, edits, merge_publish if mode == "merge" else naive_publish)
+    return {"landed": [line for line, result, _ in outcomes if result.status == "ok"],
+            "escalated": sum(result.status != "ok" for _, result, _ in outcomes),
+            "latencies": [seconds for _, _, seconds in outcomes], "requests": len(sent)}
+
+
+def merge_publish(client: MarkClient, path: str, body: str, version: int):
+    return mark_publish(client, path, body, version, on_conflict="merge")
+
+
+def naive_publish(client: MarkClient, path: str, body: str, version: int):
+    """The naive caller: on conflict, re-fetch the version and re-publish its stale body."""
+    result = mark_publish(client, path, body, version)
+    while result.status == "conflict":
+        result = mark_publish(client, path, body, int(client.fetch(path).metadata["version"]))
+    return result
 
 
 def bench_publish(args) -> None:
@@ -371,13 +364,9 @@ def bench_publish(args) -> None:
                         Path(verify).write_bytes(server.certificate_pem)
                     with MarkClient(url, token=token, verify=verify) as seed:
                         seed.publish("/bench.md", sectioned_document(names), 0)
-                    results = {}
-                    threads = [threading.Thread(target=lambda w=w: results.__setitem__(
-                        w, publish_round(url, token, verify, w, args.edits, mode, "/bench.md"))) for w in names]
-                    for thread in threads:
-                        thread.start()
-                    for thread in threads:
-                        thread.join()
+                    results = dict(zip(names, together(*[
+                        lambda w=w: publish_round(url, token, verify, w, args.edits, mode, "/bench.md")
+                        for w in names])))
                     with MarkClient(url, verify=verify) as reader:
                         final = reader.fetch("/bench.md").body
                 landed = [line for r in results.values() for line in r["landed"]]

@@ -1,4 +1,4 @@
-"""Branch coverage of diff3.py, measured in every run of the suite.
+"""Branch coverage of diff3.py, measured in every run of the suite; the `server` fixture.
 
 A run that executes all of test_diff3.py fails when diff3.py is not 100%
 branch-covered.  A run of part of it (a node id, -k, -m, a deselection)
@@ -6,11 +6,25 @@ is not judged.  Coverage starts here, before any test module imports diff3.
 """
 
 import coverage
+import pytest
 
 _coverage = coverage.Coverage(branch=True, include=["*/diff3.py"], data_file=None, config_file=False)
 _coverage.exclude("if __name__ == .__main__.:")
 _coverage.start()
 _partial = False
+
+
+@pytest.fixture
+def server(request, tmp_path):
+    """The reference server on a free loopback port over a new store, running while the test does.
+
+    Writes need the test module's TOKEN; a module with QUIC = True gets Mark over QUIC too.
+    """
+    from mark_server import serve
+
+    quic = getattr(request.module, "QUIC", False)
+    with serve(tmp_path / "store", token=request.module.TOKEN, log=None, quic=quic) as running:
+        yield running
 
 
 def pytest_deselected(items):

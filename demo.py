@@ -20,12 +20,11 @@ import os
 import secrets
 import sys
 import tempfile
-import threading
-from typing import Callable, Dict
+from typing import Callable
 
 from mark_publish import MarkClient, mark_publish
 from mark_server import serve
-from testkit import add_line, replace_line, sectioned_document
+from testkit import add_line, replace_line, sectioned_document, together
 
 WRITERS = ["Alice", "Bob", "Carol"]
 
@@ -48,18 +47,7 @@ def run_demo(quic: bool = False, mcp: bool = False) -> int:
         with MarkClient(url, token=token, verify=verify) as seed:
             seed.publish("/notes.md", base, expected_version=0)
             write = _agent(url, token, verify) if mcp else _writer(url, token, verify)
-            answers: Dict[str, str] = {}
-            start = threading.Barrier(len(WRITERS))
-
-            def run(name: str) -> None:
-                start.wait()
-                answers[name] = write(edits[name])
-
-            threads = [threading.Thread(target=run, args=(name,)) for name in WRITERS]
-            for thread in threads:
-                thread.start()
-            for thread in threads:
-                thread.join()
+            answers = dict(zip(WRITERS, together(*[lambda name=name: write(edits[name]) for name in WRITERS])))
             for name in WRITERS:
                 print(f"=== {name} ===")
                 print(answers[name])

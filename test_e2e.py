@@ -3,7 +3,6 @@
 import socket
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import pytest
@@ -11,16 +10,10 @@ import requests
 
 from mark_publish import MarkClient, MarkError, mark_append, mark_publish
 from mark_server import serve
-from testkit import add_line, replace_line, sectioned_document
+from testkit import add_line, replace_line, sectioned_document, together, write_rounds
 
 TOKEN = "e2e-token"
 PATH = "/shared.md"
-
-
-@pytest.fixture
-def server(tmp_path):
-    with serve(tmp_path / "store", token=TOKEN, log=None) as running:
-        yield running
 
 
 def client(server, **kwargs):
@@ -31,23 +24,6 @@ def seed(server, writers):
     text = sectioned_document(writers)
     assert client(server).publish(PATH, text, expected_version=0).status == "created"
     return text
-
-
-def together(*calls):
-    """Run the calls in threads released at the same moment; their results in order."""
-    barrier = threading.Barrier(len(calls))
-    results = [None] * len(calls)
-
-    def run(index, call):
-        barrier.wait()
-        results[index] = call()
-
-    threads = [threading.Thread(target=run, args=(i, call)) for i, call in enumerate(calls)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    return results
 
 
 def test_disjoint_sections_both_land(server):
@@ -90,29 +66,14 @@ def test_three_writers_from_one_base(server):
 def test_stress_nothing_lost_silently(server, capsys):
     writers = [f"W{n}" for n in range(8)]
     seed(server, writers)
-    landed, reported = [], []
 
     def work(writer):
         with client(server) as c:
-            latest = c.fetch(PATH)
-            version, text = int(latest.metadata["version"]), latest.body
-            for round_ in range(10):
-                line = f"{writer} round {round_}"
-                body = add_line(text, writer, line)
-                result = mark_publish(c, PATH, body, version, on_conflict="merge")
-                if result.status == "ok":
-                    landed.append(line)
-                    version, text = result.version, result.body if result.merged else body
-                else:
-                    reported.append((line, result.reason or "overlap"))
-                    latest = c.fetch(PATH)
-                    version, text = int(latest.metadata["version"]), latest.body
+            return write_rounds(c, PATH, writer, 10, lambda *args: mark_publish(*args, on_conflict="merge"))
 
-    threads = [threading.Thread(target=work, args=(w,)) for w in writers]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    outcomes = [outcome for rounds in together(*[lambda w=w: work(w) for w in writers]) for outcome in rounds]
+    landed = [line for line, result, _ in outcomes if result.status == "ok"]
+    reported = [(line, result.reason or "overlap") for line, result, _ in outcomes if result.status != "ok"]
     final = client(server).fetch(PATH).body
     lost = [line for line in landed if f"\n{line}\n" not in final]
     with capsys.disabled():

@@ -24,12 +24,6 @@ TOKEN = "mcp-secret-token"
 DOC = "/notes.md"
 
 
-@pytest.fixture
-def server(tmp_path):
-    with serve(tmp_path / "store", token=TOKEN, log=None) as running:
-        yield running
-
-
 def calls(mcp_server, *steps):
     """Run (tool, arguments) steps through one MCP client; their results."""
     async def run():

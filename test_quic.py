@@ -24,14 +24,10 @@ from cryptography.hazmat.primitives.serialization import Encoding, NoEncryption,
 import mark_publish  # noqa: E402
 from mark_publish import MarkClient, MarkError, mark_publish as publish_merging  # noqa: E402
 from mark_server import _development_certificate, fingerprint, serve  # noqa: E402
+from testkit import together  # noqa: E402
 
 TOKEN = "quic-token"
-
-
-@pytest.fixture
-def server(tmp_path):
-    with serve(tmp_path / "store", token=TOKEN, log=None, quic=True) as running:
-        yield running
+QUIC = True  # the server fixture (conftest.py) serves Mark over QUIC too
 
 
 def client(server, **kwargs):
@@ -73,20 +69,12 @@ def test_four_concurrent_writers_lose_nothing(server):
     sections = "".join(f"## {name}\n\n{name} text\n\n" for name in "ABCD")
     with client(server) as c:
         c.publish("/doc.md", sections, expected_version=0)
-    barrier = threading.Barrier(4)
-    results = {}
-
     def write(name):
         with client(server) as own:
-            barrier.wait()
             body = sections.replace(f"{name} text\n", f"{name} text, edited by {name}\n")
-            results[name] = publish_merging(own, "/doc.md", body, 1, on_conflict="merge", max_retries=8)
+            return publish_merging(own, "/doc.md", body, 1, on_conflict="merge", max_retries=8)
 
-    threads = [threading.Thread(target=write, args=(name,)) for name in "ABCD"]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    results = dict(zip("ABCD", together(*[lambda name=name: write(name) for name in "ABCD"])))
     assert {name: r.status for name, r in results.items()} == dict.fromkeys("ABCD", "ok")
     with client(server) as c:
         final = c.fetch("/doc.md").body

@@ -21,12 +21,6 @@ from mark_server import MarkServer, serve
 TOKEN = "dev-token"
 
 
-@pytest.fixture
-def server(tmp_path):
-    with serve(tmp_path / "store", token=TOKEN, log=None) as running:
-        yield running
-
-
 def send(server, verb, path, metadata=None, body="", raw=None):
     """One exchange with http.client: (status, metadata, body) of the Mark response."""
     parts = urlsplit(server.url)

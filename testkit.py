@@ -1,6 +1,6 @@
 """Test and bench helpers: merge cases whose intended result is known (for
-test_diff3.py and bench.py), and the sectioned documents that demo.py, the
-end-to-end tests and bench.py publish.
+test_diff3.py and bench.py), and the sectioned documents, writers and
+threads that demo.py, the end-to-end tests and bench.py use.
 
     >>> from testkit import generate
     >>> case = generate("sections", seed=1)
@@ -26,7 +26,9 @@ The shapes:
 """
 
 import random
-from typing import Dict, List, NamedTuple, Optional
+import threading
+import time
+from typing import Callable, Dict, List, NamedTuple, Optional, Tuple
 
 SHAPES = ("sections", "checklist", "duplicated", "adjacent")
 
@@ -327,3 +329,45 @@ def add_line(text: str, writer: str, line: str) -> str:
 
 def replace_line(text: str, old: str, new: str) -> str:
     return text.replace(f"\n{old}\n", f"\n{new}\n", 1)
+
+
+def write_rounds(client, path: str, writer: str, rounds: int, publish) -> List[Tuple[str, object, float]]:
+    """`writer` adds `rounds` lines to its own section of `path`, one a publish.
+
+    Each body goes out as `publish(client, path, body, version)`, which
+    returns a PublishResult; after one that is not ok, the writer goes on
+    from the latest version.  Returns, per round: the line, the result and
+    the seconds it took.
+    """
+    latest = client.fetch(path)
+    version, text = int(latest.metadata["version"]), latest.body
+    outcomes = []
+    for n in range(rounds):
+        line = f"{writer} edit {n}"
+        body = add_line(text, writer, line)
+        start = time.perf_counter()
+        result = publish(client, path, body, version)
+        outcomes.append((line, result, time.perf_counter() - start))
+        if result.status == "ok":
+            version, text = result.version, result.body if result.merged else body
+        else:
+            latest = client.fetch(path)
+            version, text = int(latest.metadata["version"]), latest.body
+    return outcomes
+
+
+def together(*calls: Callable[[], object]) -> list:
+    """Run the calls on threads released at the same moment; their results, in order."""
+    barrier = threading.Barrier(len(calls))
+    results: list = [None] * len(calls)
+
+    def run(index: int, call: Callable[[], object]) -> None:
+        barrier.wait()
+        results[index] = call()
+
+    threads = [threading.Thread(target=run, args=(i, call)) for i, call in enumerate(calls)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return results
