@@ -647,8 +647,7 @@ def _anchored_runs(a: Sequence, b: Sequence, a_lo: int, a_hi: int, b_lo: int,
     runs = _walk_runs(a, b, a_lo, a_hi, b_lo, b_hi, count_a, count_b)
     if runs is None:  # some moved: keep only the longest ascending chain
         unique = {x for x, n in count_a.items() if n == 1 and count_b.get(x) == 1}
-        anchors = dict.fromkeys(_longest_chain(a, b, a_lo, a_hi, b_lo, b_hi, unique), 1)
-        runs = _walk_runs(a, b, a_lo, a_hi, b_lo, b_hi, anchors, anchors)
+        runs = _chain_runs(a, b, a_hi, b_hi, _longest_chain(a, b, a_lo, a_hi, b_lo, b_hi, unique))
     return runs
 
 
@@ -656,10 +655,10 @@ def _walk_runs(a: Sequence, b: Sequence, a_lo: int, a_hi: int, b_lo: int, b_hi: 
                count_a: dict, count_b: dict) -> Optional[List[Tuple[int, int, int]]]:
     """Walk `a`, extending each anchor met into a run of equal elements.
 
-    An anchor is an element counted once in both `count_a` and `count_b`.
-    Each must lie ahead in `b` of the run before it; if one lies behind (it
-    moved), returns None.  Anchors met inside a run need no work: being
-    unique, they are matched there already.
+    An anchor is an element counted once in both `count_a` and `count_b`
+    (the counts of the two ranges).  Each must lie ahead in `b` of the run
+    before it; if one lies behind (it moved), returns None.  Anchors met
+    inside a run need no work: being unique, they are matched there already.
     """
     runs = []
     i, j = a_lo, b_lo
@@ -679,14 +678,14 @@ def _walk_runs(a: Sequence, b: Sequence, a_lo: int, a_hi: int, b_lo: int, b_hi: 
 
 
 def _longest_chain(a: Sequence, b: Sequence, a_lo: int, a_hi: int, b_lo: int, b_hi: int,
-                   unique: set) -> set:
-    """Of the `unique` elements, those in the longest chain ascending in both a and b."""
+                   unique: set) -> List[Tuple[int, int]]:
+    """Of the `unique` elements, the (i, j) places of the longest chain ascending in both a and b."""
     where_b = dict(zip(b[b_lo:b_hi], range(b_lo, b_hi)))  # right for the unique ones
-    js = [where_b[x] for x in a[a_lo:a_hi] if x in unique]  # b positions, in a's order
+    places = [(i, where_b[x]) for i, x in enumerate(a[a_lo:a_hi], a_lo) if x in unique]  # in a's order
     tails: List[int] = []  # tails[n]: smallest j ending an ascending chain of n+1 elements
-    ends: List[int] = []  # index in js of that chain's last element
-    before: List[int] = []  # per element: index in js of the one before it in its chain
-    for index, j in enumerate(js):
+    ends: List[int] = []  # index in places of that chain's last element
+    before: List[int] = []  # per element: index in places of the one before it in its chain
+    for index, (_, j) in enumerate(places):
         n = bisect.bisect_left(tails, j)
         if n == len(tails):
             tails.append(j)
@@ -694,12 +693,29 @@ def _longest_chain(a: Sequence, b: Sequence, a_lo: int, a_hi: int, b_lo: int, b_
         else:
             tails[n], ends[n] = j, index
         before.append(ends[n - 1] if n else -1)
-    members = set()
+    chain = []
     index = ends[-1]
     while index >= 0:
-        members.add(b[js[index]])
+        chain.append(places[index])
         index = before[index]
-    return members
+    return chain[::-1]
+
+
+def _chain_runs(a: Sequence, b: Sequence, a_hi: int, b_hi: int,
+                chain: List[Tuple[int, int]]) -> List[Tuple[int, int, int]]:
+    """Each (i, j) of an ascending chain of unique elements extended into a run of equal elements.
+
+    A chain element inside the run before it is matched there already.
+    """
+    runs: List[Tuple[int, int, int]] = []
+    end = 0  # where the run before ends in a
+    for i, j in chain:
+        if i < end:
+            continue
+        size = _run_length(a, b, i, j, min(a_hi - i, b_hi - j))
+        runs.append((i, j, size))
+        end = i + size
+    return runs
 
 
 def _gap_blocks(a: Sequence, b: Sequence, a_lo: int, a_hi: int, b_lo: int, b_hi: int,
