@@ -146,11 +146,9 @@ def diff3(
 
     texts = [split_lines(base), split_lines(ours), split_lines(theirs)]
     eol = _line_ending(texts)
-    start, middle, separator, end = (
-        marker + eol
-        for marker in ("<<<<<<< " + labels[0], "||||||| " + labels[1], "=======", ">>>>>>> " + labels[2])
-    )
-    out, had_conflict = _merge_lines(*texts, (start, middle if style == "diff3" else None, separator, end))
+    markers = _Markers("<<<<<<< " + labels[0] + eol, "||||||| " + labels[1] + eol if style == "diff3" else None,
+                       "=======" + eol, ">>>>>>> " + labels[2] + eol)
+    out, had_conflict = _merge_lines(*texts, markers)
     # Only a document's last line can lack a newline; if none does, plain join.
     ended = all(lines[-1].endswith("\n") for lines in texts if lines)
     return Merge("".join(out) if ended else join_lines(out, eol), had_conflict)
@@ -210,14 +208,24 @@ def _line_ending(texts: Sequence[List[str]]) -> str:
     return "\n"
 
 
+OURS, THEIRS = 0, 1  # the two sides, as indices and as a change's `side`
+
+
+class _Markers(NamedTuple):
+    """The lines that frame a conflict block."""
+
+    start: str
+    base: Optional[str]  # None: the block leaves the base lines out (style "merge")
+    separator: str
+    end: str
+
+
 def _merge_lines(base: Sequence[str], ours: Sequence[str], theirs: Sequence[str],
-                 markers: Sequence[Optional[str]]) -> Tuple[List[str], bool]:
+                 markers: _Markers) -> Tuple[List[str], bool]:
     """Merge three line lists; returns the merged lines and whether any conflicted.
 
-    `markers` are the four marker lines (start, base, separator, end) that
-    frame a conflict block; with a base marker of None the block leaves the
-    base lines out, and the lines both sides have in common are taken out
-    of it (git's "zealous" merge).
+    A block that leaves the base lines out also leaves out the lines both
+    sides have in common, splitting where they are (git's "zealous" merge).
     """
     start, middle, separator, end = markers
     text = list(filterfalse(str.isspace, base))
@@ -262,8 +270,6 @@ def _merge_lines(base: Sequence[str], ours: Sequence[str], theirs: Sequence[str]
     out += ours[copied:]
     return out, had_conflict
 
-
-OURS, THEIRS = 0, 1
 
 
 class _Change(NamedTuple):
