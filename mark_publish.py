@@ -518,6 +518,8 @@ class _QuicLink:
 
     def exchange(self, request: bytes, doing: str, timeout: float, retry: bool) -> bytes:
         """The whole answer to `request`, by `timeout`; `retry`: safe to send twice."""
+        if self._stopped:
+            raise MarkError("transport", f"{doing}: this client is closed")
         sent: list = []
         future = asyncio.run_coroutine_threadsafe(self._exchange(request, doing, retry, sent), self._loop)
         try:

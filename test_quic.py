@@ -123,6 +123,14 @@ def test_a_connection_the_server_closed_is_replaced(server, tmp_path):
             assert c.publish("/doc.md", "two\n", expected_version=1).status == "created"
 
 
+def test_a_closed_client_says_so(server):
+    c = client(server)
+    c.close()
+    c.close()  # twice is fine
+    with pytest.raises(MarkError, match="closed"):
+        c.fetch("/health")
+
+
 def test_the_server_prints_its_certificate_fingerprint(server):
     printed = fingerprint(server.certificate_pem)
     assert len(printed.split(":")) == 32 and printed == printed.upper()
