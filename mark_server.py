@@ -372,7 +372,7 @@ class _QuicListener:
         self.certificate_pem = configuration.certificate.public_bytes(Encoding.PEM)
         self.loop = asyncio.new_event_loop()
         self._tasks: set = set()  # requests being answered; the loop keeps only weak references
-        threading.Thread(target=self.loop.run_forever, name="mark-quic", daemon=True).start()
+        threading.Thread(target=self._run, name="mark-quic", daemon=True).start()
 
         async def listen():
             self._slots = asyncio.Semaphore(server.MAX_CONNECTIONS)
@@ -386,6 +386,10 @@ class _QuicListener:
             self.loop.call_soon_threadsafe(self.loop.stop)
             raise
         self.port = self._transport.get_extra_info("sockname")[1]
+
+    def _run(self) -> None:
+        self.loop.run_forever()
+        self.loop.close()
 
     def _stream(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = self.loop.create_task(self._exchange(reader, writer))

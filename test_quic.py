@@ -22,6 +22,7 @@ from aioquic.quic.configuration import QuicConfiguration  # noqa: E402
 from cryptography.hazmat.primitives.serialization import Encoding, NoEncryption, PrivateFormat  # noqa: E402
 
 import mark_publish  # noqa: E402
+import mark_server  # noqa: E402
 from mark_publish import MarkClient, MarkError, mark_publish as publish_merging  # noqa: E402
 from mark_server import _development_certificate, fingerprint, serve  # noqa: E402
 from testkit import together  # noqa: E402
@@ -121,6 +122,14 @@ def test_a_connection_the_server_closed_is_replaced(server, tmp_path):
             assert again.mark_url.endswith(f":{port}")
             assert c.fetch("/doc.md").body == "one\n"
             assert c.publish("/doc.md", "two\n", expected_version=1).status == "created"
+
+
+def test_the_server_refuses_an_oversized_request(server, monkeypatch):
+    monkeypatch.setattr(mark_server, "MAX_DOCUMENT", 1000)
+    with client(server) as c:
+        answer = c.publish("/big.md", "x" * 70_000 + "\n", expected_version=0)
+        assert answer.status == "too-large"
+        assert c.fetch("/big.md").status == "not-found"
 
 
 def test_a_closed_client_says_so(server):
