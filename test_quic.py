@@ -23,7 +23,7 @@ from cryptography.hazmat.primitives.serialization import Encoding, NoEncryption,
 
 import mark_publish  # noqa: E402
 import mark_server  # noqa: E402
-from mark_publish import MarkClient, MarkError, mark_publish as publish_merging  # noqa: E402
+from mark_publish import MarkClient, MarkError, mark_append, mark_publish as publish_merging  # noqa: E402
 from mark_server import _development_certificate, fingerprint, serve  # noqa: E402
 from testkit import together  # noqa: E402
 
@@ -50,6 +50,8 @@ def test_fetch_publish_append_versions_over_quic(server):
         assert (versions.metadata["total"], versions.metadata["chain-valid"]) == ("2", "true")
         assert c.fetch("/missing.md").status == "not-found"
         assert c.request("LIST", "/").body == "\n# Index of /\n\n- [doc.md](doc.md)\n"
+        assert mark_append(c, "/doc.md", "last\n").version == 3  # the version read first, over QUIC too
+        assert c.fetch("/doc.md").body.endswith("appended\nlast\n")
 
 
 def test_merge_clean_and_conflicting_over_quic(server):

@@ -8,7 +8,6 @@ import os
 import socket
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -17,6 +16,7 @@ import pytest
 
 from mark_publish import read_frontmatter, write_frontmatter
 from mark_server import MarkServer, serve
+from testkit import together
 
 TOKEN = "dev-token"
 
@@ -326,18 +326,8 @@ def test_restart_keeps_every_version(tmp_path):
 def test_sixteen_writers_one_winner_per_version(server):
     publish(server, "/race.md", "v1", 0)
     for expected in range(1, 6):
-        barrier = threading.Barrier(16)
-        results = []
-
-        def writer(n):
-            barrier.wait()
-            results.append(publish(server, "/race.md", f"writer {n} at {expected}", expected))
-
-        threads = [threading.Thread(target=writer, args=(n,)) for n in range(16)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
+        results = together(*[lambda n=n: publish(server, "/race.md", f"writer {n} at {expected}", expected)
+                             for n in range(16)])
         statuses = sorted(status for status, _, _ in results)
         assert statuses == ["conflict"] * 15 + ["created"]
         assert [meta["version"] for status, meta, _ in results if status == "created"] == [str(expected + 1)]
@@ -540,12 +530,7 @@ def test_two_servers_on_one_root_lose_races_as_conflicts(tmp_path):
                 answers.append(status)
                 version = int(metadata.get("server-version", metadata.get("version", version)))
 
-        threads = [threading.Thread(target=writer, args=(server, f"w{k}"))
-                   for k, server in enumerate([one, two, one, two])]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
+        together(*[lambda k=k, server=server: writer(server, f"w{k}") for k, server in enumerate([one, two, one, two])])
         assert set(answers) <= {"created", "conflict"}
         total = int(send(one, "VERSIONS", "/a.md")[1]["total"])
         assert answers.count("created") == total - 1
@@ -705,12 +690,6 @@ def test_buffered_bodies_are_bounded(tmp_path, monkeypatch):
     with serve(tmp_path / "store", token=TOKEN, log=None) as server:
         assert publish(server, "/big.md", "x" * (2 << 20))[0] == "too-large"
         # Bodies that fit take turns: 3 writers of 600 KB each never hold more than 1 MiB.
-        results = []
-        threads = [threading.Thread(target=lambda n=n: results.append(
-            publish(server, f"/w{n}.md", "y" * 600_000)[0])) for n in range(3)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
+        results = together(*[lambda n=n: publish(server, f"/w{n}.md", "y" * 600_000)[0] for n in range(3)])
         assert results == ["created"] * 3
         assert server.buffered.used == 0
