@@ -506,7 +506,7 @@ class _QuicLink:
                 self._configuration.load_verify_locations(cafile=system.cafile, capath=system.capath)
         else:
             self._configuration.load_verify_locations(cafile=verify)
-        self._protocol = None
+        self._protocol = self._stack = None  # the connection, and what closes it
         self._closing: set = set()  # connections being closed, for close() to wait on
         self._loop = asyncio.new_event_loop()
         self._stopped = False
@@ -543,7 +543,9 @@ class _QuicLink:
                 if size > MAX_RESPONSE_BYTES:
                     raise _AnswerLost("transport", f"{doing}: the answer is larger than {MAX_RESPONSE_BYTES} bytes")
                 chunks.append(chunk)
-            if writer.get_extra_info("stream_id") in protocol.ended:
+            stream = writer.get_extra_info("stream_id")
+            if stream in protocol.ended:
+                protocol.ended.discard(stream)
                 return b"".join(chunks)
             # The stream ended because the connection did: the answer is not whole.
             self._drop()
