@@ -41,6 +41,10 @@ conflict is returned as it is.  With `on_conflict="merge"` the loop in
 4. If that PUBLISH conflicts too (yet another writer), go back to 2: at
    most `max_retries` attempts in all, then return `reason: contention`.
 
+With `on_conflict="candidate"` (`merge_candidate`) steps 1 to 3 run, and
+the merge comes back unpublished as `status: merge-candidate`, with the
+version to publish it at: for an agent that reads a merge before it lands.
+
 Every path either publishes a body holding the caller's edits or publishes
 nothing and says so: a body is never silently dropped.
 
