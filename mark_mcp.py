@@ -248,8 +248,8 @@ def main(argv=None) -> int:
     try:
         server = create_server(args.host, args.token or os.environ.get("MARK_TOKEN") or None,
                                verify=not args.insecure, timeout=args.timeout)
-    except (ValueError, TypeError, ImportError) as error:
-        print(f"mark-mcp: {error}", file=sys.stderr)
+    except (ValueError, TypeError, ImportError) as error:  # what MarkClient makes of --host
+        print(f"mark-mcp: --host {args.host}: {error}", file=sys.stderr)
         return 2
     server.run("stdio")
     return 0
