@@ -357,11 +357,25 @@ class _QuicListener:
 
     def __init__(self, server: "MarkServer", host: str, port: int, tls_cert=None, tls_key=None):
         try:
+            from aioquic.asyncio import QuicConnectionProtocol
             from aioquic.asyncio.server import QuicServer
             from aioquic.quic.configuration import QuicConfiguration
+            from aioquic.quic.events import StreamDataReceived
         except ImportError:
             raise RuntimeError("Mark over QUIC needs aioquic: pip install 'mark-publish[quic]'") from None
         from cryptography.hazmat.primitives.serialization import Encoding
+
+        class Protocol(QuicConnectionProtocol):
+            """Notes which streams the client ended: a stream whose connection ended is cut off."""
+
+            def __init__(self, *args, **kwargs):
+                super().__init__(*args, **kwargs)
+                self.ended: set = set()
+
+            def quic_event_received(self, event) -> None:
+                if isinstance(event, StreamDataReceived) and event.end_stream:
+                    self.ended.add(event.stream_id)
+                super().quic_event_received(event)
 
         self.server = server
         configuration = QuicConfiguration(is_client=False, alpn_protocols=["mark"])
@@ -377,7 +391,8 @@ class _QuicListener:
         async def listen():
             self._slots = asyncio.Semaphore(server.MAX_CONNECTIONS)
             return await self.loop.create_datagram_endpoint(
-                lambda: QuicServer(configuration=configuration, stream_handler=self._stream),
+                lambda: QuicServer(configuration=configuration, create_protocol=Protocol,
+                                   stream_handler=self._stream),
                 local_addr=(host, port))
 
         try:
@@ -403,6 +418,12 @@ class _QuicListener:
             except asyncio.TimeoutError:
                 writer.write_eof()  # a client trickling a request is dropped, nothing stored
                 return
+        stream, protocol = writer.get_extra_info("stream_id"), writer.transport.protocol
+        if stream not in protocol.ended:  # the connection ended, not the request: half a request is no request
+            if self.server.log:
+                self.server.log.write("a QUIC request was cut off by its connection's end: nothing stored\n")
+            return
+        protocol.ended.discard(stream)
         line, newline, rest = data.partition(b"\n") if data is not None else (b"", b"", b"")
         verb = line.partition(b" ")[0].decode("utf-8", "replace")
 

@@ -7,6 +7,7 @@ server (../shared/real-demarkus/, upstream commit 6478dab) byte for byte.
 
 import asyncio
 import os
+import ssl
 import subprocess
 import sys
 import threading
@@ -17,6 +18,7 @@ import pytest
 
 pytest.importorskip("aioquic")
 
+from aioquic.asyncio import connect  # noqa: E402
 from aioquic.asyncio.server import QuicServer  # noqa: E402
 from aioquic.quic.configuration import QuicConfiguration  # noqa: E402
 from cryptography.hazmat.primitives.serialization import Encoding, NoEncryption, PrivateFormat  # noqa: E402
@@ -132,6 +134,30 @@ def test_the_server_refuses_an_oversized_request(server, monkeypatch):
         answer = c.publish("/big.md", "x" * 70_000 + "\n", expected_version=0)
         assert answer.status == "too-large"
         assert c.fetch("/big.md").status == "not-found"
+
+
+def test_a_request_cut_off_by_its_connections_end_stores_nothing(tmp_path):
+    handled = threading.Event()  # the server logs a line for the request, whatever it made of it
+
+    class Log:
+        def write(self, line):
+            handled.set()
+
+    with serve(tmp_path / "store", token=TOKEN, log=Log(), quic=True) as running:
+        port = int(running.mark_url.rsplit(":", 1)[1])
+        request = b"PUBLISH /cut.md\n---\nauth: " + TOKEN.encode() + b"\nexpected-version: \"0\"\n---\nhalf a bo"
+
+        async def send_half_then_close():
+            configuration = QuicConfiguration(is_client=True, alpn_protocols=["mark"], verify_mode=ssl.CERT_NONE)
+            async with connect("127.0.0.1", port, configuration=configuration) as connection:
+                _, writer = await connection.create_stream()
+                writer.write(request)  # and no end of stream: the connection closes instead
+                await connection.ping()  # the bytes are with the server before the close
+
+        asyncio.run(send_half_then_close())
+        assert handled.wait(10)
+        with client(running) as c:
+            assert c.fetch("/cut.md").status == "not-found"
 
 
 def test_a_closed_client_says_so(server):
