@@ -195,9 +195,7 @@ def _exchange(call):
     """`call()`, with a transport failure or a Mark error mid-merge as the tool's error."""
     try:
         return call()
-    except MarkError as error:
-        raise ToolError(str(error)) from None
-    except (ValueError, TypeError) as error:  # what the client refuses before sending
+    except (MarkError, ValueError, TypeError) as error:  # the last two: what the client refuses to send
         raise ToolError(str(error)) from None
 
 
@@ -205,7 +203,8 @@ def _version_argument(value: Any, required: bool) -> Optional[int]:
     """expected_version as a whole number (JSON has only numbers), or None when it may be omitted."""
     if value is None and not required:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value) or value < 0:
+    whole = isinstance(value, int) or (isinstance(value, float) and value.is_integer())  # not inf, not nan
+    if isinstance(value, bool) or not whole or value < 0:
         raise ToolError(f"expected_version must be a whole number >= 0 (the version you fetched), not {value!r}")
     return int(value)
 

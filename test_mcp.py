@@ -185,6 +185,7 @@ def test_a_publish_that_needs_no_merge_answers_as_demarkus_mcp_in_every_mode(ser
     ("mark_publish", {"url": DOC, "body": "x", "expected_version": "one"}, "expected_version"),
     ("mark_publish", {"url": DOC, "body": "x", "expected_version": 1.5}, "expected_version"),
     ("mark_publish", {"url": DOC, "body": "x", "expected_version": -1}, "expected_version"),
+    ("mark_publish", {"url": DOC, "body": "x", "expected_version": True}, "expected_version"),
     ("mark_publish", {"url": DOC, "body": "x", "expected_version": 0, "on_conflict": "maybe"}, "on_conflict"),
     ("mark_publish", {"url": DOC, "body": "x", "expected_version": 0, "metadata": {"a b": "x"}}, "metadata"),
     ("mark_publish", {"url": DOC, "expected_version": 0}, "body"),
