@@ -232,16 +232,27 @@ def _merge_lines(base: Sequence[str], ours: Sequence[str], theirs: Sequence[str]
     unique = set(text)
     if len(unique) < len(text):
         unique = set()  # some text line of base repeats
-    changes = sorted(_changes(base, ours, OURS, unique) + _changes(base, theirs, THEIRS, unique))
+    hunks, spans = _diff_with_doubts(base, ours, unique)
+    changes = _changes(base, theirs, THEIRS, *_diff_with_doubts(base, theirs, unique))
+    # An ours hunk whose bounds meet the reach of no change of theirs cannot
+    # collide: it is merged by copying ours, and only its growth counts
+    # (`apart`).  Where ours rewrote much and theirs little, that is most of them.
+    near = _near(_bounds(hunks, spans, len(base)), [(c.reach_lo, c.reach_hi) for c in changes])
+    apart = [(hunk[0], (hunk[3] - hunk[2]) - (hunk[1] - hunk[0])) for hunk, close in zip(hunks, near) if not close]
+    changes = sorted(changes + _changes(base, ours, OURS, hunks, spans, near))
     out: List[str] = []
     had_conflict = False
     # How many lines ours and theirs have gained so far: added to a base
     # position outside that side's hunks, it gives the position in that side.
     shift_o = shift_t = 0
+    passed = 0  # the hunks of `apart` that lie behind
     # Wherever theirs changed nothing, ours holds the merge: such stretches
     # are copied from ours in one slice, up to the next place theirs changed.
     copied = 0  # ours[:copied] is in `out` already, or was replaced there
     for cluster in _clusters(changes, _Firmness(base, ours, theirs)):
+        while passed < len(apart) and apart[passed][0] < cluster.lo:
+            shift_o += apart[passed][1]
+            passed += 1
         o_lo, t_lo = cluster.lo + shift_o, cluster.lo + shift_t
         shift_o += cluster.growth[OURS]
         shift_t += cluster.growth[THEIRS]
@@ -296,8 +307,8 @@ class _Cluster(NamedTuple):
     growth: List[int]  # lines each side gained in it, by side
 
 
-def _changes(base: List[str], side: List[str], name: int, unique: set) -> List[_Change]:
-    """The hunks from `base` to `side`, each with its reach.
+def _diff_with_doubts(base: List[str], side: List[str], unique: set) -> Tuple[List[Hunk], List[Tuple[int, int]]]:
+    """The hunks from `base` to `side`, and the joined base ranges where their alignment is in doubt.
 
     `unique` holds base's text lines when none of them repeats, else nothing.
     """
@@ -305,23 +316,56 @@ def _changes(base: List[str], side: List[str], name: int, unique: set) -> List[_
     hunks = _diff(base, side, doubts)
     if _repeated(base, side, hunks, unique):
         doubts += _doubts_without_blanks(base, side)
-    spans = _union(doubts)
+    return hunks, _union(doubts)
+
+
+def _bounds(hunks: List[Hunk], spans: List[Tuple[int, int]], n: int) -> List[Tuple[int, int]]:
+    """Per hunk, a base range its reach never leaves: up to its neighbours, and over its doubt spans."""
+    starts = [lo for lo, _ in spans]
+    last = len(hunks) - 1
+    return [_over_spans(hunks[k - 1][1] + 1 if k else 0, hunks[k + 1][0] - 1 if k < last else n,
+                        hunk, spans, starts)
+            for k, hunk in enumerate(hunks)]
+
+
+def _near(bounds: List[Tuple[int, int]], others: List[Tuple[int, int]]) -> List[bool]:
+    """Per range of `bounds`, whether it meets (or touches) one of `others`."""
+    joined = _union(others)
+    joined_starts = [lo for lo, _ in joined]
+    near = []
+    for lo, hi in bounds:
+        k = bisect.bisect_right(joined_starts, hi) - 1
+        near.append(k >= 0 and joined[k][1] >= lo)
+    return near
+
+
+def _changes(base: List[str], side: List[str], name: int, hunks: List[Hunk], spans: List[Tuple[int, int]],
+             near: Optional[List[bool]] = None) -> List[_Change]:
+    """The hunks, each with its reach: all of them, or only those `near` says."""
     starts = [lo for lo, _ in spans]
     changes = []
     last = len(hunks) - 1
     for k, hunk in enumerate(hunks):
+        if near is not None and not near[k]:
+            continue
         lo, hi, _, _ = hunk
         floor = hunks[k - 1][1] + 1 if k else 0  # stay apart from the neighbours
         ceiling = hunks[k + 1][0] - 1 if k < last else len(base)
         if floor < lo or hi < ceiling:
             lo, hi = _reach(base, side, hunk, floor, ceiling)
-        if spans:  # where two shortest diffs disagree, either could be what was meant
-            d = bisect.bisect_right(starts, hunk[1]) - 1
-            while d >= 0 and spans[d][1] >= hunk[0]:
-                lo, hi = min(lo, spans[d][0]), max(hi, spans[d][1])
-                d -= 1
+        # Where two shortest diffs disagree, either could be what was meant.
+        lo, hi = _over_spans(lo, hi, hunk, spans, starts)
         changes.append(_Change(lo, hi, hunk, name))
     return changes
+
+
+def _over_spans(lo: int, hi: int, hunk: Hunk, spans: List[Tuple[int, int]], starts: List[int]) -> Tuple[int, int]:
+    """The range lo:hi widened over every doubt span that meets `hunk`."""
+    d = bisect.bisect_right(starts, hunk[1]) - 1
+    while d >= 0 and spans[d][1] >= hunk[0]:
+        lo, hi = min(lo, spans[d][0]), max(hi, spans[d][1])
+        d -= 1
+    return lo, hi
 
 
 def _union(ranges: List[Tuple[int, int]]) -> List[Tuple[int, int]]:
