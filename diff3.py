@@ -43,7 +43,9 @@ other side's, the two are a conflict.  The exact rule:
   where the searches from the front and from the back of a gap of
   repeated lines pair them differently; and, when a side removes or adds a
   block of text lines found elsewhere too, the same with blank lines left
-  out (which of two equal sections was deleted is then a tie).
+  out (which of two equal sections was deleted is then a tie).  An ours
+  hunk that no reach of theirs could come near skips this: it collides
+  with nothing and is merged by copying ours.
 * Two hunks of different sides *collide*, and are decided together, when
   their reaches share a base line, when both insert at one point, or when
   one inserts strictly inside the other's reach.  Hunks that only meet at
