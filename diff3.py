@@ -324,10 +324,12 @@ def _diff_with_doubts(base: List[str], side: List[str], unique: set) -> Tuple[Li
 def _bounds(hunks: List[Hunk], spans: List[Tuple[int, int]], n: int) -> List[Tuple[int, int]]:
     """Per hunk, a base range its reach never leaves: up to its neighbours, and over its doubt spans."""
     starts = [lo for lo, _ in spans]
-    last = len(hunks) - 1
-    return [_over_spans(hunks[k - 1][1] + 1 if k else 0, hunks[k + 1][0] - 1 if k < last else n,
-                        hunk, spans, starts)
-            for k, hunk in enumerate(hunks)]
+    return [_over_spans(*_room(hunks, k, n), hunk, spans, starts) for k, hunk in enumerate(hunks)]
+
+
+def _room(hunks: List[Hunk], k: int, n: int) -> Tuple[int, int]:
+    """The base range (of n lines) hunk k may slide in: it stays apart from its neighbours."""
+    return hunks[k - 1][1] + 1 if k else 0, hunks[k + 1][0] - 1 if k + 1 < len(hunks) else n
 
 
 def _near(bounds: List[Tuple[int, int]], others: List[Tuple[int, int]]) -> List[bool]:
@@ -346,13 +348,11 @@ def _changes(base: List[str], side: List[str], name: int, hunks: List[Hunk], spa
     """The hunks, each with its reach: all of them, or only those `near` says."""
     starts = [lo for lo, _ in spans]
     changes = []
-    last = len(hunks) - 1
     for k, hunk in enumerate(hunks):
         if near is not None and not near[k]:
             continue
         lo, hi, _, _ = hunk
-        floor = hunks[k - 1][1] + 1 if k else 0  # stay apart from the neighbours
-        ceiling = hunks[k + 1][0] - 1 if k < last else len(base)
+        floor, ceiling = _room(hunks, k, len(base))
         if floor < lo or hi < ceiling:
             lo, hi = _reach(base, side, hunk, floor, ceiling)
         # Where two shortest diffs disagree, either could be what was meant.
@@ -431,9 +431,7 @@ def _doubts_without_blanks(base: Sequence[str], side: Sequence[str]) -> List[Tup
     doubts: List[Tuple[int, int]] = []
     hunks = _diff(a, b, doubts)
     for k, hunk in enumerate(hunks):
-        floor = hunks[k - 1][1] + 1 if k else 0
-        ceiling = hunks[k + 1][0] - 1 if k + 1 < len(hunks) else len(a)
-        reach = _reach(a, b, hunk, floor, ceiling)
+        reach = _reach(a, b, hunk, *_room(hunks, k, len(a)))
         if reach != hunk[:2]:
             doubts.append(reach)
     where_a.append(len(base))  # each as wide as the blank lines around it allow

@@ -424,22 +424,21 @@ class _QuicListener:
                 self.server.log.write("a QUIC request was cut off by its connection's end: nothing stored\n")
             return
         protocol.ended.discard(stream)
-        line, newline, rest = data.partition(b"\n") if data is not None else (b"", b"", b"")
-        verb = line.partition(b" ")[0].decode("utf-8", "replace")
+        line, newline, rest = (data or b"").partition(b"\n")
+        verb, space, path = line.partition(b" ")
 
         def read() -> Tuple[str, bytes]:
             if data is None:
                 raise MarkFailure("too-large", f"requests are limited to {MAX_DOCUMENT + MAX_METADATA} bytes")
-            try:
-                _, space, path = line.decode("utf-8").partition(" ")
-            except UnicodeDecodeError:
-                raise MarkFailure("bad-request", "request is not UTF-8") from None
             if not newline or not space:
                 raise MarkFailure("bad-request", "a request starts with a line 'VERB /path'")
-            return path, rest
+            try:
+                return path.decode("utf-8"), rest
+            except UnicodeDecodeError:
+                raise MarkFailure("bad-request", "request is not UTF-8") from None
 
-        where = line.partition(b" ")[2].decode("utf-8", "replace")
-        _, payload = await self.loop.run_in_executor(None, self.server.respond, verb, where, read)
+        shown_verb, shown_path = verb.decode("utf-8", "replace"), path.decode("utf-8", "replace")
+        _, payload = await self.loop.run_in_executor(None, self.server.respond, shown_verb, shown_path, read)
         writer.write(payload)
         writer.write_eof()
 
