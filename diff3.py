@@ -316,9 +316,72 @@ def _diff_with_doubts(base: List[str], side: List[str], unique: set) -> Tuple[Li
     """
     doubts: List[Tuple[int, int]] = []
     hunks = _diff(base, side, doubts)
+    doubts += _zone_doubts(base, side, hunks)
     if _repeated(base, side, hunks, unique):
-        doubts += _doubts_without_blanks(base, side)
+        doubts += _doubts_without_blanks(base, side, hunks)
     return hunks, _union(doubts)
+
+
+def _zone_doubts(a: Sequence, b: Sequence, hunks: List[Hunk]) -> List[Tuple[int, int]]:
+    """The ranges of `a` where another diff, just as short, pairs lines otherwise.
+
+    The diff trims equal lines and extends runs greedily, so it never sees
+    that a box added to a run of equal boxes could sit anywhere in the run,
+    and a task added after it one box higher (a deleted box, the same).
+    Around each hunk the lines its own lines repeat make a zone; in each,
+    a search from the front and one from the back find the two extreme
+    diffs, and where they pair lines differently, the author may have meant
+    either.  A zone with more edits than a search may try is left to the
+    doubts of its gaps.
+    """
+    doubts: List[Tuple[int, int]] = []
+    k = 0
+    for lo, hi in _zones(a, b, hunks):
+        while hunks[k][1] < lo:
+            k += 1
+        first = last = k
+        while last + 1 < len(hunks) and hunks[last + 1][0] <= hi:
+            last += 1
+        lo, hi = min(lo, hunks[first][0]), max(hi, hunks[last][1])
+        window_a = a[lo:hi]
+        window_b = b[hunks[first][2] - (hunks[first][0] - lo):hunks[last][3] + (hi - hunks[last][1])]
+        n, m = len(window_a), len(window_b)
+        if sum(a_hi - a_lo + b_hi - b_lo for a_lo, a_hi, b_lo, b_hi in hunks[first:last + 1]) > _edit_budget(n, m):
+            continue
+        forward = sorted(_myers_blocks(window_a, window_b, 0, n, 0, m))
+        backward = [(n - i - size, m - j - size, size) for i, j, size
+                    in sorted(_myers_blocks(window_a[::-1], window_b[::-1], 0, n, 0, m), reverse=True)]
+        doubts += [(lo + d_lo, lo + d_hi) for d_lo, d_hi in _disagreements(forward, backward, n, m)]
+    return doubts
+
+
+def _zones(a: Sequence, b: Sequence, hunks: List[Hunk]) -> List[List[int]]:
+    """Ascending ranges [lo, hi] of `a`: each hunk (not an edit in place)
+    grown over the neighbouring lines found among its own lines, joined
+    where they meet."""
+    zones: List[List[int]] = []
+    for a_lo, a_hi, b_lo, b_hi in hunks:
+        old, new = a[a_lo:a_hi], b[b_lo:b_hi]
+        lo, hi = a_lo, a_hi
+        if zones and zones[-1][1] >= a_lo:  # it lies in the zone before: grow that one
+            lo, hi = zones.pop()
+            hi = max(hi, a_hi)
+        # Cheap tests first: most hunks meet no line they repeat.
+        grows = (lo and (a[lo - 1] in old or a[lo - 1] in new)) or (hi < len(a) and (a[hi] in old or a[hi] in new))
+        if grows and not _edited_in_place(old, new):  # a ticked box stays that box
+            vocabulary = set(old)
+            vocabulary.update(new)
+            while hi < len(a) and a[hi] in vocabulary:
+                hi += 1
+            while True:
+                while lo and a[lo - 1] in vocabulary:
+                    lo -= 1
+                if not (zones and zones[-1][1] >= lo):
+                    break
+                lo = zones.pop()[0]  # it reached the zone before: they join, and it grows on above
+        if (lo, hi) != (a_lo, a_hi):
+            zones.append([lo, hi])
+    return zones
 
 
 def _bounds(hunks: List[Hunk], spans: List[Tuple[int, int]], n: int) -> List[Tuple[int, int]]:
@@ -393,13 +456,17 @@ def _repeated(base: List[str], side: List[str], hunks: List[Hunk], unique: set) 
     if unique and unique.isdisjoint(chain.from_iterable(side[b_lo:b_hi] for _, _, b_lo, b_hi in hunks)):
         return False
     base_counts, side_counts = Counter(base), Counter(side)
-    for k, (a_lo, a_hi, b_lo, b_hi) in enumerate(hunks):
-        if (any(base_counts[line] > 1 for line in base[a_lo:a_hi] if not line.isspace())
-                or any(base_counts[line] or side_counts[line] > 1
-                       for line in side[b_lo:b_hi] if not line.isspace())):
-            if _block_text_lines(base, side, hunks, k) > 1:
-                return True
-    return False
+
+    def repeats(a_lo: int, a_hi: int, b_lo: int, b_hi: int) -> bool:
+        return (any(base_counts[line] > 1 for line in base[a_lo:a_hi] if not line.isspace())
+                or any(base_counts[line] or side_counts[line] > 1 for line in side[b_lo:b_hi] if not line.isspace()))
+
+    if not any(repeats(*hunk) for hunk in hunks):
+        return False
+    # A line edited in place (a ticked box) stays where the blank lines put it.
+    hunks = [(a_lo, a_hi, b_lo, b_hi) for a_lo, a_hi, b_lo, b_hi in hunks
+             if not _edited_in_place(base[a_lo:a_hi], side[b_lo:b_hi])]
+    return any(repeats(*hunk) and _block_text_lines(base, side, hunks, k) > 1 for k, hunk in enumerate(hunks))
 
 
 def _block_text_lines(base: List[str], side: List[str], hunks: List[Hunk], k: int) -> int:
@@ -416,26 +483,46 @@ def _block_text_lines(base: List[str], side: List[str], hunks: List[Hunk], k: in
     return max(removed, added)
 
 
-def _doubts_without_blanks(base: Sequence[str], side: Sequence[str]) -> List[Tuple[int, int]]:
+def _doubts_without_blanks(base: Sequence[str], side: Sequence[str], hunks: List[Hunk]) -> List[Tuple[int, int]]:
     """The base ranges where the diff of the text lines alone is in doubt.
 
     Blank lines tip the count of a shortest diff: ours deleting the first
     of two equal sections pairs fewer blank lines than deleting the second,
     yet either is what ours may have meant.  Without blank lines the two
-    are equally short, and the doubt shows as a hunk that can slide or a
-    gap whose two searches disagree.
+    are equally short, and the doubt shows as a hunk that can slide, a gap
+    whose two searches disagree, or text lines that `hunks` (the diff with
+    blank lines) pairs otherwise.
     """
     where_a = [i for i, line in enumerate(base) if not line.isspace()]
     where_b = [j for j, line in enumerate(side) if not line.isspace()]
     a, b = [base[i] for i in where_a], [side[j] for j in where_b]
     doubts: List[Tuple[int, int]] = []
-    hunks = _diff(a, b, doubts)
+    text_hunks = _diff(a, b, doubts)
+    doubts += _slides(a, b, text_hunks)
+    doubts += _disagreements(_blocks(text_hunks, len(a), len(b)),
+                             _text_pairs(hunks, base, side, where_a, where_b), len(a), len(b))
+    where_a.append(len(base))  # each as wide as the blank lines around it allow
+    return [(where_a[lo - 1] + 1 if lo else 0, where_a[hi]) for lo, hi in doubts]
+
+
+def _slides(a: Sequence, b: Sequence, hunks: List[Hunk]) -> List[Tuple[int, int]]:
+    """The reaches of the hunks (compacted, from a to b) that could slide."""
+    reaches = []
     for k, hunk in enumerate(hunks):
         reach = _reach(a, b, hunk, *_room(hunks, k, len(a)))
         if reach != hunk[:2]:
-            doubts.append(reach)
-    where_a.append(len(base))  # each as wide as the blank lines around it allow
-    return [(where_a[lo - 1] + 1 if lo else 0, where_a[hi]) for lo, hi in doubts]
+            reaches.append(reach)
+    return reaches
+
+
+def _text_pairs(hunks: List[Hunk], base: Sequence[str], side: Sequence[str], where_a: List[int],
+                where_b: List[int]) -> List[Tuple[int, int, int]]:
+    """The text lines `hunks` pairs, as matching blocks of the text lines alone."""
+    index_a = {i: n for n, i in enumerate(where_a)}
+    index_b = {j: n for n, j in enumerate(where_b)}
+    pairs = ((index_a[i + t], index_b[j + t]) for i, j, size in _blocks(hunks, len(base), len(side))
+             for t in range(size) if i + t in index_a)
+    return _coalesce(pairs)
 
 
 def _diff(a: Sequence, b: Sequence, doubts: List[Tuple[int, int]]) -> List[Hunk]:
@@ -790,6 +877,9 @@ def _gap_blocks(a: Sequence, b: Sequence, a_lo: int, a_hi: int, b_lo: int, b_hi:
             return _coalesce(zip(where_a, where_b))
         kept_doubts: List[Tuple[int, int]] = []
         blocks = _gap_blocks(kept_a, kept_b, 0, len(kept_a), 0, len(kept_b), kept_doubts)
+        # Compaction hides a kept hunk that can slide, yet past the dropped
+        # elements a slide is a different diff, just as short.
+        kept_doubts += _slides(kept_a, kept_b, _compact(kept_a, kept_b, _hunks(blocks, len(kept_a), len(kept_b))))
         where_a.append(a_hi)  # a doubt is as wide as the dropped elements around it allow
         doubts += [(where_a[lo - 1] + 1 if lo else a_lo, where_a[hi]) for lo, hi in kept_doubts]
         return _coalesce((where_a[i + t], where_b[j + t]) for i, j, size in blocks for t in range(size))
@@ -806,15 +896,20 @@ def _gap_blocks(a: Sequence, b: Sequence, a_lo: int, a_hi: int, b_lo: int, b_hi:
     return [(a_lo + i, b_lo + j, size) for i, j, size in forward]
 
 
+def _blocks(hunks: List[Hunk], n: int, m: int) -> List[Tuple[int, int, int]]:
+    """The matching blocks between ascending hunks of an n-element a and an m-element b."""
+    blocks = []
+    i = j = 0
+    for a_lo, a_hi, b_lo, b_hi in hunks + [(n, n, m, m)]:
+        if a_lo > i:
+            blocks.append((i, j, a_lo - i))
+        i, j = a_hi, b_hi
+    return blocks
+
+
 def _compacted(a: Sequence, b: Sequence, blocks: List[Tuple[int, int, int]]) -> List[Tuple[int, int, int]]:
     """The matching blocks of a diff once its hunks are compacted."""
-    compacted = []
-    i = j = 0
-    for a_lo, a_hi, b_lo, b_hi in _compact(a, b, _hunks(blocks, len(a), len(b))) + [(len(a), 0, len(b), 0)]:
-        if a_lo > i:
-            compacted.append((i, j, a_lo - i))
-        i, j = a_hi, b_hi
-    return compacted
+    return _blocks(_compact(a, b, _hunks(blocks, len(a), len(b))), len(a), len(b))
 
 
 def _disagreements(first: List[Tuple[int, int, int]], second: List[Tuple[int, int, int]],

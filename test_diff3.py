@@ -115,6 +115,21 @@ def test_generated_cases_never_merge_clean_and_wrong(shape):
         assert clean >= 0.95 * intended
 
 
+# Found by running seeds far beyond the suite's range; each was clean and wrong:
+# a box added to a run of equal boxes (or deleted from one) could sit anywhere
+# in the run, and blank lines tipped which copy of a repeated section was
+# deleted.  Each must now be right or a conflict.
+@pytest.mark.parametrize("shape,seed", [
+    ("checklist", 3963), ("checklist", 9823), ("checklist", 12019), ("checklist", 15158),
+    ("checklist", 19229), ("checklist", 22296), ("checklist", 39090),
+    ("duplicated", 4357), ("duplicated", 33450),
+])
+def test_far_seeds_once_clean_and_wrong(shape, seed):
+    case = generate(shape, seed)
+    merged, conflict = diff3(case.base, case.ours, case.theirs)
+    assert conflict or merged == case.intended
+
+
 def test_get_hunks_slides_to_one_place():
     # "x, blank" inserted before a blank line reads the same as "blank, x"
     # after it: the hunk goes as far down as it can.
