@@ -41,11 +41,15 @@ other side's, the two are a conflict.  The exact rule:
   head of either half of a replacement, could slide past equal lines (not
   for a line-for-line edit of similar lines: a ticked box stays that box);
   where the searches from the front and from the back of a gap of
-  repeated lines pair them differently; and, when a side removes or adds a
-  block of text lines found elsewhere too, the same with blank lines left
-  out (which of two equal sections was deleted is then a tie).  An ours
-  hunk that no reach of theirs could come near skips this: it collides
-  with nothing and is merged by copying ours.
+  repeated lines pair them differently, or of a hunk's *zone*: the hunk
+  grown over the lines next to it that it repeats, across equal runs the
+  diff trimmed (a box added to a run of equal boxes could sit anywhere in
+  the run); and, when a side removes or adds a block of text lines found
+  elsewhere too (edits in place aside), the same with blank lines left
+  out, and wherever that diff pairs text lines otherwise than the one
+  with blank lines (which of two equal sections was deleted is then a
+  tie).  An ours hunk that no reach of theirs could come near skips this:
+  it collides with nothing and is merged by copying ours.
 * Two hunks of different sides *collide*, and are decided together, when
   their reaches share a base line, when both insert at one point, or when
   one inserts strictly inside the other's reach.  Hunks that only meet at
