@@ -56,13 +56,15 @@ other side's, the two are a conflict.  The exact rule:
   a boundary collide too unless the order of the two edits is certain:
   neither inserts next to where the other removes more lines than it adds
   (text added after a deleted line has lost its place), neither's reach is
-  wider than itself, and the base lines on both sides of the boundary are
-  *firm*: once in base and at most once in each side.  So ours changing
-  line 5 and theirs line 6 of unique lines merge cleanly (git merge-file
-  and GNU diff3 call that a conflict), while the same across a blank line
-  does not.  One side adding a section while the other deletes a different
-  section merges cleanly.  A deletion that overlaps the other side's
-  modification is a conflict, so no edit is ever dropped silently.
+  wider than itself, and, where one of them inserts, the base lines on
+  both sides of the boundary are *firm*: once in base and at most once in
+  each side.  So ours changing line 5 and theirs line 6 merge cleanly (git
+  merge-file and GNU diff3 call that a conflict), and so does theirs
+  adding a line after line 5 where lines 5 and 6 are unique; next to one
+  of many blank lines, it does not.  One side adding a section while the
+  other deletes a different section merges cleanly.  A deletion that
+  overlaps the other side's modification is a conflict, so no edit is
+  ever dropped silently.
 * In a conflict (style "merge"), the lines both sides have in common,
   by a diff of the two, are taken out of the block, which splits where
   they are, as git's "zealous" merge does.  This shapes a conflict, never
@@ -685,8 +687,8 @@ def _collide(h: _Change, g: _Change, firm) -> bool:
     that only meet at a boundary are merged one after the other only when
     that order is certain: neither inserts next to where the other removes
     more lines than it adds (text added next to text removed has lost its
-    place), neither could sit elsewhere, and both base lines at the
-    boundary are firm.
+    place), neither could sit elsewhere, and, where one of them inserts,
+    both base lines at the boundary are firm.
     """
     lo, hi = max(h.reach_lo, g.reach_lo), min(h.reach_hi, g.reach_hi)
     if lo != hi:
@@ -700,6 +702,8 @@ def _collide(h: _Change, g: _Change, firm) -> bool:
         return True
     if h.doubtful or g.doubtful:
         return True  # a change whose place is in doubt has no certain edge
+    if not (h.insertion or g.insertion):
+        return False  # each replaces its own lines: their order is that of the lines
     return not (firm(lo - 1) and firm(lo))
 
 
