@@ -331,14 +331,15 @@ def _diff_with_doubts(base: List[str], side: List[str], unique: set) -> Tuple[Li
 def _zone_doubts(a: Sequence, b: Sequence, hunks: List[Hunk]) -> List[Tuple[int, int]]:
     """The ranges of `a` where another diff, just as short, pairs lines otherwise.
 
-    The diff trims equal lines and extends runs greedily, so it never sees
-    that a box added to a run of equal boxes could sit anywhere in the run,
-    and a task added after it one box higher (a deleted box, the same).
-    Around each hunk the lines its own lines repeat make a zone; in each,
-    a search from the front and one from the back find the two extreme
-    diffs, and where they pair lines differently, the author may have meant
-    either.  A zone with more edits than a search may try is left to the
-    doubts of its gaps.
+    The diff trims equal lines and extends runs of them greedily, so it
+    misses that a box added to a run of equal boxes could sit anywhere in
+    the run, with a task added next to it one box higher or lower (a
+    deleted box, the same).  Around each hunk the lines that repeat its own
+    make a zone; outside hunks the lines are equal, so the zone's lines of
+    `b` follow from those of `a`.  In each zone, a search from the front
+    and one from the back find the two extreme diffs, and where they pair
+    lines differently, the author may have meant either.  A zone with more
+    edits than a search may try is left to the doubts of its gaps.
     """
     doubts: List[Tuple[int, int]] = []
     k = 0
