@@ -356,8 +356,7 @@ def _zone_doubts(a: Sequence, b: Sequence, hunks: List[Hunk]) -> List[Tuple[int,
         if sum(a_hi - a_lo + b_hi - b_lo for a_lo, a_hi, b_lo, b_hi in hunks[first:last + 1]) > _edit_budget(n, m):
             continue
         forward = sorted(_myers_blocks(window_a, window_b, 0, n, 0, m))
-        backward = [(n - i - size, m - j - size, size) for i, j, size
-                    in sorted(_myers_blocks(window_a[::-1], window_b[::-1], 0, n, 0, m), reverse=True)]
+        backward = _backward_blocks(window_a, window_b)
         doubts += [(lo + d_lo, lo + d_hi) for d_lo, d_hi in _disagreements(forward, backward, n, m)]
     return doubts
 
@@ -898,8 +897,7 @@ def _gap_blocks(a: Sequence, b: Sequence, a_lo: int, a_hi: int, b_lo: int, b_hi:
     if windows:  # past the budget no diff is shortest: each search's window is in doubt
         spans = windows
     else:
-        backward = [(n - i - size, m - j - size, size)
-                    for i, j, size in sorted(_myers_blocks(gap_a[::-1], gap_b[::-1], 0, n, 0, m), reverse=True)]
+        backward = _backward_blocks(gap_a, gap_b)
         spans = _disagreements(_compacted(gap_a, gap_b, forward), _compacted(gap_a, gap_b, backward), n, m)
     doubts += [(a_lo + lo, a_lo + hi) for lo, hi in spans]
     return [(a_lo + i, b_lo + j, size) for i, j, size in forward]
@@ -914,6 +912,13 @@ def _blocks(hunks: List[Hunk], n: int, m: int) -> List[Tuple[int, int, int]]:
             blocks.append((i, j, a_lo - i))
         i, j = a_hi, b_hi
     return blocks
+
+
+def _backward_blocks(a: Sequence, b: Sequence) -> List[Tuple[int, int, int]]:
+    """Matching blocks, ascending, of a shortest edit script searched from the ends of a and b."""
+    n, m = len(a), len(b)
+    return [(n - i - size, m - j - size, size)
+            for i, j, size in sorted(_myers_blocks(a[::-1], b[::-1], 0, n, 0, m), reverse=True)]
 
 
 def _compacted(a: Sequence, b: Sequence, blocks: List[Tuple[int, int, int]]) -> List[Tuple[int, int, int]]:
