@@ -647,36 +647,56 @@ class _Firmness:
         return in_base == 1 and in_ours <= 1 and in_theirs <= 1
 
 
-def _clusters(changes: List[_Change], firm) -> Iterator[_Cluster]:
+def _clusters(changes: List[_Change], firm) -> List[_Cluster]:
     """Group changes, sorted by reach, into runs that must be decided together.
 
-    A change joins the current group when it collides with a change of the
-    other side in it.  The changes come in the order of where their reach
-    starts, so the ones it could collide with are the group's last and its
-    furthest-reaching change of the other side.
+    A change joins the group of each change of the other side it collides
+    with.  The changes come in the order of where their reach starts, so
+    the ones it could collide with are the other side's last change and
+    the one reaching furthest down, in whatever group they are.  Groups
+    whose lines interleave are then joined too: the runs come out apart,
+    in the order of base.
     """
-    lo = hi = -1  # the current group's base range; -1: no group yet
-    sides: set = set()
-    growth = [0, 0]
-    last: List[Optional[_Change]] = [None, None]
-    widest: List[Optional[_Change]] = [None, None]  # the one reaching furthest down
-    for change in changes:
-        a_lo, a_hi, b_lo, b_hi = change.hunk
-        side, other = change.side, 1 - change.side
-        if not (a_lo < hi  # its lines lie inside the group
-                or (last[other] is not None  # widest[other] is set with it
-                    and (_collide(change, last[other], firm) or _collide(change, widest[other], firm)))):
-            if sides:
-                yield _Cluster(lo, hi, sides, growth)
-            lo, hi, sides, growth, last, widest = a_lo, a_hi, set(), [0, 0], [None, None], [None, None]
-        lo, hi = min(lo, a_lo), max(hi, a_hi)
-        sides.add(side)
-        growth[side] += (b_hi - b_lo) - (a_hi - a_lo)
-        last[side] = change
-        if widest[side] is None or change.reach_hi > widest[side].reach_hi:
-            widest[side] = change
-    if sides:
-        yield _Cluster(lo, hi, sides, growth)
+    parent = list(range(len(changes)))  # a forest: each group's changes point to its first
+
+    def root(k: int) -> int:
+        while parent[k] != k:
+            parent[k] = k = parent[parent[k]]
+        return k
+
+    last: List[Optional[int]] = [None, None]  # by side: indices into `changes`
+    widest: List[Optional[int]] = [None, None]  # the one reaching furthest down
+    for k, change in enumerate(changes):
+        other = 1 - change.side
+        for e in (last[other], widest[other]):
+            if e is not None and _collide(change, changes[e], firm):
+                parent[root(k)] = root(e)
+        last[change.side] = k
+        if widest[change.side] is None or change.reach_hi > changes[widest[change.side]].reach_hi:
+            widest[change.side] = k
+    groups: dict = {}
+    for k, change in enumerate(changes):
+        groups.setdefault(root(k), []).append(change)
+    clusters: List[_Cluster] = []
+    for members in sorted(groups.values(), key=lambda members: _span(members)):
+        lo, hi = _span(members)
+        growth = [0, 0]
+        for change in members:
+            a_lo, a_hi, b_lo, b_hi = change.hunk
+            growth[change.side] += (b_hi - b_lo) - (a_hi - a_lo)
+        sides = {change.side for change in members}
+        if clusters and lo < clusters[-1].hi:  # lines of one lie among the other's
+            before = clusters.pop()
+            lo, hi = before.lo, max(hi, before.hi)
+            sides |= before.sides
+            growth = [before.growth[0] + growth[0], before.growth[1] + growth[1]]
+        clusters.append(_Cluster(lo, hi, sides, growth))
+    return clusters
+
+
+def _span(changes: List[_Change]) -> Tuple[int, int]:
+    """The base range from the first line the changes replace to the last."""
+    return min(change.hunk[0] for change in changes), max(change.hunk[1] for change in changes)
 
 
 def _collide(h: _Change, g: _Change, firm) -> bool:

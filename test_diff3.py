@@ -115,6 +115,39 @@ def test_generated_cases_never_merge_clean_and_wrong(shape):
         assert clean >= 0.95 * intended
 
 
+def resolved(merged, keep):
+    """The merge with each conflict block replaced by its `keep` side ("ours" or "theirs")."""
+    out, part = [], None
+    for line in merged.split("\n"):
+        if line.startswith("<<<<<<< "):
+            part = "ours"
+        elif line.startswith("=======") and part:
+            part = "theirs"
+        elif line.startswith(">>>>>>> "):
+            part = None
+        elif part in (None, keep):
+            out.append(line)
+    return "\n".join(out)
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_generated_conflicts_show_each_line_once(shape):
+    # A conflict goes to a person or an LLM: taking either side of every
+    # block must not show a line more often than base and the lines each
+    # side added.  (Runs of changes once came out of order, and a block
+    # then repeated lines already merged above it.)
+    for seed in range(1500):
+        case = generate(shape, seed)
+        merged, conflict = diff3(case.base, case.ours, case.theirs)
+        if not conflict:
+            continue
+        base, ours, theirs = counts(case.base), counts(case.ours), counts(case.theirs)
+        for keep in ("ours", "theirs"):
+            for line, n in counts(resolved(merged, keep)).items():
+                assert n <= base[line] + max(0, ours[line] - base[line]) + max(0, theirs[line] - base[line]), \
+                    (shape, seed, keep, line)
+
+
 # Found by running seeds far beyond the suite's range; each was clean and wrong:
 # a box added to a run of equal boxes (or deleted from one) could sit anywhere
 # in the run, and blank lines tipped which copy of a repeated section was
