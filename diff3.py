@@ -65,10 +65,32 @@ other side's, the two are a conflict.  The exact rule:
   other deletes a different section merges cleanly.  A deletion that
   overlaps the other side's modification is a conflict, so no edit is
   ever dropped silently.
+* A run of changes that collide gets a second look, since a reach only
+  says where a change *could* sit, not whether that would change the
+  merge.  Around the run (out to the nearest lines found once in base and
+  once in the side, at most 200 lines), each side's diff is read in every
+  way a person may have made it: the diff above, and the cheapest edit
+  scripts where deleting a line, inserting one, or replacing one with a
+  similar line (the start and end they share make 0.6 of the longer)
+  each cost one, searched from the front and from the back, ties going
+  to deletions or to insertions first, with all lines or text lines
+  first.  The run splits between two base lines wherever all readings of
+  both sides pair them alike and no edits of both sides meet there (both
+  insert, or one inserts next to where the other removes more than it
+  adds).  A piece that every pair of readings, one per side and each
+  taken as certain, merges without collision (touching edits merged one
+  after the other) and to the same lines is merged; the rest stays a
+  conflict.  So theirs ticking the second of two equal boxes merges with
+  ours adding a box between them: every reading agrees on the order.
+  The same change made by both sides gets the second look too: it stays
+  merged once only where every reading that departs from the diff around
+  it finds the two sides' lines the same over all it departs across (ours
+  "deleting" a box theirs deleted may have ticked it and added a box).
+  Where the stretch is too long to read again, the rule above decides.
 * In a conflict (style "merge"), the lines both sides have in common,
   by a diff of the two, are taken out of the block, which splits where
   they are, as git's "zealous" merge does.  This shapes a conflict, never
-  decides one.
+  decides one; a block whose two sides are alike shows the base lines.
 
 Lines are split on "\\n" only (never on the other separators that
 `str.splitlines` honours) and keep their endings, so CRLF documents come
@@ -112,10 +134,11 @@ import array
 import bisect
 import difflib
 import math
+import os
 import sys
 from collections import Counter
 from itertools import chain, filterfalse
-from typing import Iterator, List, NamedTuple, Optional, Sequence, Tuple
+from typing import List, NamedTuple, Optional, Sequence, Tuple
 
 __version__ = "0.2.0"  # the release this file is from; vendored copies keep saying it
 __all__ = ["diff3", "Merge", "get_hunks", "split_lines", "join_lines", "main"]
@@ -154,8 +177,8 @@ def diff3(
 
     texts = [split_lines(base), split_lines(ours), split_lines(theirs)]
     eol = _line_ending(texts)
-    markers = _Markers("<<<<<<< " + labels[0] + eol, "||||||| " + labels[1] + eol if style == "diff3" else None,
-                       "=======" + eol, ">>>>>>> " + labels[2] + eol)
+    markers = _Markers("<<<<<<< " + labels[0] + eol, "||||||| " + labels[1] + eol, "=======" + eol,
+                       ">>>>>>> " + labels[2] + eol, style == "diff3")
     out, had_conflict = _merge_lines(*texts, markers)
     # Only a document's last line can lack a newline; if none does, plain join.
     ended = all(lines[-1].endswith("\n") for lines in texts if lines)
@@ -223,9 +246,10 @@ class _Markers(NamedTuple):
     """The lines that frame a conflict block."""
 
     start: str
-    base: Optional[str]  # None: the block leaves the base lines out (style "merge")
+    base: str
     separator: str
     end: str
+    with_base: bool  # whether blocks show the base lines (style "diff3")
 
 
 def _merge_lines(base: Sequence[str], ours: Sequence[str], theirs: Sequence[str],
@@ -234,14 +258,17 @@ def _merge_lines(base: Sequence[str], ours: Sequence[str], theirs: Sequence[str]
 
     A block that leaves the base lines out also leaves out the lines both
     sides have in common, splitting where they are (git's "zealous" merge).
+    A block whose two sides are alike (both made one change, but the
+    readings of the second look disagree on where) always shows base.
     """
-    start, middle, separator, end = markers
+    start, middle, separator, end, with_base = markers
     text = list(filterfalse(str.isspace, base))
     unique = set(text)
     if len(unique) < len(text):
         unique = set()  # some text line of base repeats
     hunks, spans = _diff_with_doubts(base, ours, unique)
-    changes = _changes(base, theirs, THEIRS, *_diff_with_doubts(base, theirs, unique))
+    theirs_hunks, theirs_spans = _diff_with_doubts(base, theirs, unique)
+    changes = _changes(base, theirs, THEIRS, theirs_hunks, theirs_spans)
     # An ours hunk whose bounds meet the reach of no change of theirs cannot
     # collide: it is merged by copying ours, and only its growth counts
     # (`apart`).  Where ours rewrote much and theirs little, that is most of them.
@@ -257,7 +284,8 @@ def _merge_lines(base: Sequence[str], ours: Sequence[str], theirs: Sequence[str]
     # Wherever theirs changed nothing, ours holds the merge: such stretches
     # are copied from ours in one slice, up to the next place theirs changed.
     copied = 0  # ours[:copied] is in `out` already, or was replaced there
-    for cluster in _clusters(changes, _Firmness(base, ours, theirs)):
+    firm = _Firmness(base, ours, theirs)
+    for cluster in _clusters(changes, firm):
         while passed < len(apart) and apart[passed][0] < cluster.lo:
             shift_o += apart[passed][1]
             passed += 1
@@ -267,25 +295,30 @@ def _merge_lines(base: Sequence[str], ours: Sequence[str], theirs: Sequence[str]
         o_hi, t_hi = cluster.hi + shift_o, cluster.hi + shift_t
         if THEIRS not in cluster.sides:
             continue
-        mine, yours = ours[o_lo:o_hi], theirs[t_lo:t_hi]
-        if mine == yours:
-            continue
+        if OURS in cluster.sides:
+            pieces = _settle((base, ours, theirs), (hunks, theirs_hunks), firm, cluster.lo, cluster.hi,
+                             ((o_lo, o_hi), (t_lo, t_hi)))
+            if len(pieces) == 1 and pieces[0].merged == ours[o_lo:o_hi]:
+                continue  # both made the same change: ours holds it
+        else:
+            pieces = [_Piece(cluster.lo, cluster.hi, [], [], theirs[t_lo:t_hi])]
         out += ours[copied:o_lo]
         copied = o_hi
-        if OURS not in cluster.sides:
-            out += yours
-            continue
-        had_conflict = True
-        if middle is not None:
-            out += [start, *mine, middle, *base[cluster.lo:cluster.hi], separator, *yours, end]
-            continue
-        # Lines both sides have in common stay out of the block, which
-        # splits where they are (git's "zealous" merge refines it the same way).
-        m = 0
-        for m_lo, m_hi, y_lo, y_hi in get_hunks(mine, yours):
-            out += [*mine[m:m_lo], start, *mine[m_lo:m_hi], separator, *yours[y_lo:y_hi], end]
-            m = m_hi
-        out += mine[m:]
+        for piece in pieces:
+            if piece.merged is not None:
+                out += piece.merged
+                continue
+            had_conflict = True
+            if with_base or piece.mine == piece.yours:
+                out += [start, *piece.mine, middle, *base[piece.lo:piece.hi], separator, *piece.yours, end]
+                continue
+            # Lines both sides have in common stay out of the block, which
+            # splits where they are (git's "zealous" merge refines it the same way).
+            m = 0
+            for m_lo, m_hi, y_lo, y_hi in get_hunks(piece.mine, piece.yours):
+                out += [*piece.mine[m:m_lo], start, *piece.mine[m_lo:m_hi], separator, *piece.yours[y_lo:y_hi], end]
+                m = m_hi
+            out += piece.mine[m:]
     out += ours[copied:]
     return out, had_conflict
 
@@ -636,14 +669,19 @@ class _Firmness:
         self._texts = (base, ours, theirs)
         self._counts: List[Counter] = []
 
+    @property
+    def counts(self) -> List[Counter]:
+        """How often each line is in base, ours and theirs."""
+        if not self._counts:
+            self._counts = [Counter(text) for text in self._texts]
+        return self._counts
+
     def __call__(self, i: int) -> bool:
         base = self._texts[0]
         if not 0 <= i < len(base):
             return True  # the start and end of the document are unique places
-        if not self._counts:
-            self._counts = [Counter(text) for text in self._texts]
         line = base[i]
-        in_base, in_ours, in_theirs = (counts[line] for counts in self._counts)
+        in_base, in_ours, in_theirs = (counts[line] for counts in self.counts)
         return in_base == 1 and in_ours <= 1 and in_theirs <= 1
 
 
@@ -674,29 +712,24 @@ def _clusters(changes: List[_Change], firm) -> List[_Cluster]:
         last[change.side] = k
         if widest[change.side] is None or change.reach_hi > changes[widest[change.side]].reach_hi:
             widest[change.side] = k
-    groups: dict = {}
+    runs: dict = {}  # by group: [lo, hi, sides, growth], as in _Cluster
     for k, change in enumerate(changes):
-        groups.setdefault(root(k), []).append(change)
+        a_lo, a_hi, b_lo, b_hi = change.hunk
+        run = runs.setdefault(root(k), [a_lo, a_hi, set(), [0, 0]])
+        if a_lo < run[0]:
+            run[0] = a_lo
+        if a_hi > run[1]:
+            run[1] = a_hi
+        run[2].add(change.side)
+        run[3][change.side] += (b_hi - b_lo) - (a_hi - a_lo)
     clusters: List[_Cluster] = []
-    for members in sorted(groups.values(), key=lambda members: _span(members)):
-        lo, hi = _span(members)
-        growth = [0, 0]
-        for change in members:
-            a_lo, a_hi, b_lo, b_hi = change.hunk
-            growth[change.side] += (b_hi - b_lo) - (a_hi - a_lo)
-        sides = {change.side for change in members}
+    for lo, hi, sides, growth in sorted(runs.values(), key=lambda run: run[:2]):
         if clusters and lo < clusters[-1].hi:  # lines of one lie among the other's
             before = clusters.pop()
-            lo, hi = before.lo, max(hi, before.hi)
-            sides |= before.sides
+            lo, hi, sides = before.lo, max(hi, before.hi), sides | before.sides
             growth = [before.growth[0] + growth[0], before.growth[1] + growth[1]]
         clusters.append(_Cluster(lo, hi, sides, growth))
     return clusters
-
-
-def _span(changes: List[_Change]) -> Tuple[int, int]:
-    """The base range from the first line the changes replace to the last."""
-    return min(change.hunk[0] for change in changes), max(change.hunk[1] for change in changes)
 
 
 def _collide(h: _Change, g: _Change, firm) -> bool:
@@ -732,6 +765,351 @@ def _unanchored(h: _Change, g: _Change) -> bool:
     the text h added after (or before) them may have lost its place."""
     a_lo, a_hi, b_lo, b_hi = g.hunk
     return h.insertion and b_hi - b_lo < a_hi - a_lo
+
+
+# ------------------------------------------------------------ second look
+
+_SETTLE_LINES = 200  # the most lines a conflicting run, or the stretch read around it, may span to be read again
+
+
+class _Readings(NamedTuple):
+    """The ways one side's diff of a stretch, base[a_lo:a_hi] to side[b_lo:b_hi], may be read."""
+
+    a_lo: int
+    a_hi: int
+    b_lo: int
+    b_hi: int
+    diffs: List[List[Hunk]]  # hunks counted from a_lo and b_lo; the first is the diff itself
+
+    def placed(self, hunks: List[Hunk]) -> List[Hunk]:
+        """Hunks of `diffs` counted from the start of base and of the side."""
+        return [(a_lo + self.a_lo, a_hi + self.a_lo, b_lo + self.b_lo, b_hi + self.b_lo)
+                for a_lo, a_hi, b_lo, b_hi in hunks]
+
+
+class _Piece(NamedTuple):
+    """A part of a conflicting run: settled (`merged` holds its lines) or not (None)."""
+
+    lo: int  # its base range
+    hi: int
+    mine: List[str]
+    yours: List[str]
+    merged: Optional[List[str]]
+
+
+def _settle(texts: Sequence[Sequence[str]], diffs: Sequence[List[Hunk]], firm: "_Firmness",
+            lo: int, hi: int, edges: Sequence[Tuple[int, int]]) -> List[_Piece]:
+    """A run of colliding changes, read again: the pieces it splits into, each settled or not.
+
+    `texts` are base, ours and theirs, `diffs` the hunks of each side,
+    `firm` holds the texts' line counts; the run is base[lo:hi], and
+    ours[edges[0][0]:edges[0][1]] and theirs[edges[1][0]:edges[1][1]].
+    Around the run each side's diff is read in every way `_readings`
+    gives.  The run splits between two base lines wherever all readings of
+    both sides pair them alike and no edits of the two sides meet there; a
+    piece is settled when every reading of each side maps it to the same
+    lines and each pair of readings, one per side and each taken as
+    certain, merges it without collision and to the same lines.  Where the
+    two sides made the same change, the run stays whole and merged once
+    unless `_twinned` finds a reading under which they differ.  A run or
+    stretch too long to read again is left as the first rule decided.
+    """
+    base = texts[0]
+    mine, yours = list(texts[1][slice(*edges[OURS])]), list(texts[2][slice(*edges[THEIRS])])
+    alike = mine == yours
+    whole = [_Piece(lo, hi, mine, yours, mine if alike else None)]
+    if hi - lo > _SETTLE_LINES:
+        return whole
+    near = [_around(diffs[side], lo, hi) for side in (OURS, THEIRS)]
+    if not alike and _no_piece_settles(texts, near, lo, hi, edges):
+        return whole
+    readings = []
+    for side in (OURS, THEIRS):
+        stretch = _stretch(base, texts[1 + side], diffs[side], firm.counts[0], firm.counts[1 + side], lo, hi)
+        if stretch is None:
+            return whole
+        a_lo, a_hi, b_lo, b_hi = stretch
+        diff = _inside(base, texts[1 + side], _around(diffs[side], a_lo, a_hi), *stretch)
+        readings.append(_Readings(*stretch, _readings(base[a_lo:a_hi], texts[1 + side][b_lo:b_hi], diff)))
+    if alike:
+        return [_Piece(lo, hi, mine, yours, mine if _twinned(texts, diffs, lo, hi, edges, readings) else None)]
+    return _pieces(texts, lo, hi, edges, readings)
+
+
+def _twinned(texts: Sequence[Sequence[str]], diffs: Sequence[List[Hunk]], lo: int, hi: int,
+             edges: Sequence[Tuple[int, int]], readings: List[_Readings]) -> bool:
+    """Whether the same change by both sides, at base[lo:hi], is the same under every reading.
+
+    A reading that maps the run to the same side lines as the diffs do
+    reads the same text on both sides.  Any other reading differs from the
+    diff over some stretch of base: the two sides must then have the same
+    lines over all of it.  (Where ours deleted a box and added a ticked one
+    below, it may have ticked the box; if theirs deleted that box, the two
+    differ over the stretch.)
+    """
+    for side, reading in enumerate(readings):
+        n, m = reading.a_hi - reading.a_lo, reading.b_hi - reading.b_lo
+        diff, *others = reading.diffs
+        for hunks in others:
+            if _inside(texts[0], texts[1 + side], reading.placed(hunks), lo, hi, *edges[side]) is not None:
+                continue
+            r_lo, r_hi = lo, hi
+            for d_lo, d_hi in _disagreements(_blocks(diff, n, m), _blocks(hunks, n, m), n, m):
+                d_lo, d_hi = d_lo + reading.a_lo, d_hi + reading.a_lo
+                if d_lo <= r_hi and r_lo <= d_hi:  # where this reading departs around the run
+                    r_lo, r_hi = min(r_lo, d_lo), max(r_hi, d_hi)
+            if not _same_over(texts, diffs, r_lo, r_hi):
+                return False
+    return True
+
+
+def _same_over(texts: Sequence[Sequence[str]], diffs: Sequence[List[Hunk]], lo: int, hi: int) -> bool:
+    """Whether ours and theirs hold the same lines over base[lo:hi], and no hunk of theirs
+    or ours crosses its edges."""
+    o_lo, o_hi, t_lo, t_hi = (_position(_around(hunks, p, p), p) for hunks in diffs for p in (lo, hi))
+    return None not in (o_lo, o_hi, t_lo, t_hi) and texts[1][o_lo:o_hi] == texts[2][t_lo:t_hi]
+
+
+def _no_piece_settles(texts: Sequence[Sequence[str]], near: Sequence[List[Hunk]], lo: int, hi: int,
+                      edges: Sequence[Tuple[int, int]]) -> bool:
+    """Whether the diffs alone settle no piece of the run: then no readings would.
+
+    The diffs alone split the run at least as finely, and settle at least
+    as much, as all readings do.  Most often (both sides rewrote one line)
+    a quicker test tells: they changed a line differently, and no line
+    boundary in the run is free of their hunks.
+    """
+    mine, yours = ([h for h in hunks if lo <= h[0] and h[1] <= hi] for hunks in near)
+    if any(g[0] < h[1] and h[0] < g[1] and (g[:2] != h[:2] or texts[1][g[2]:g[3]] != texts[2][h[2]:h[3]])
+           for g in mine for h in yours) and not any(
+            all(not h[0] < p < h[1] for h in mine + yours) for p in range(lo + 1, hi)):
+        return True
+    alone = [_Readings(lo, hi, *edges[side], [_inside(texts[0], texts[1 + side], near[side], lo, hi, *edges[side])])
+             for side in (OURS, THEIRS)]
+    return all(piece.merged is None for piece in _pieces(texts, lo, hi, edges, alone))
+
+
+def _pieces(texts: Sequence[Sequence[str]], lo: int, hi: int, edges: Sequence[Tuple[int, int]],
+            readings: List[_Readings]) -> List[_Piece]:
+    """base[lo:hi] split where every reading of both sides allows, each piece settled if they agree."""
+    cuts = [(lo, edges[OURS][0], edges[THEIRS][0])]
+    for p in range(lo + 1, hi):
+        at = []
+        for reading in readings:
+            positions = {_position(hunks, p - reading.a_lo) for hunks in reading.diffs}
+            if len(positions) != 1 or None in positions:
+                break
+            at.append(reading.b_lo + positions.pop())
+        else:
+            if not _edits_meet(readings, p):
+                cuts.append((p, *at))
+    cuts.append((hi, edges[OURS][1], edges[THEIRS][1]))
+    pieces = []
+    for (p, o_lo, t_lo), (q, o_hi, t_hi) in zip(cuts, cuts[1:]):
+        merged = _agreed(texts, p, q, ((o_lo, o_hi), (t_lo, t_hi)), readings)
+        pieces.append(_Piece(p, q, list(texts[1][o_lo:o_hi]), list(texts[2][t_lo:t_hi]), merged))
+    return pieces
+
+
+def _position(hunks: List[Hunk], p: int) -> Optional[int]:
+    """Where point p of a falls in b (before what is inserted there), or None inside a hunk."""
+    shift = 0
+    for a_lo, a_hi, b_lo, b_hi in hunks:
+        if a_lo >= p:
+            break
+        if a_hi > p:
+            return None
+        shift = b_hi - a_hi
+    return p + shift
+
+
+def _edits_meet(readings: List[_Readings], p: int) -> bool:
+    """Whether some readings of the two sides edit at base point p in a way that collides:
+    both insert there, or one inserts next to where the other removes more lines than it adds."""
+    inserts, shrinks = [False, False], [False, False]
+    for side, reading in enumerate(readings):
+        at = p - reading.a_lo
+        for hunks in reading.diffs:
+            for h_lo, h_hi, b_lo, b_hi in hunks:
+                if h_lo == h_hi == at:
+                    inserts[side] = True
+                elif at in (h_lo, h_hi) and b_hi - b_lo < h_hi - h_lo:
+                    shrinks[side] = True
+    return (inserts[OURS] and (inserts[THEIRS] or shrinks[THEIRS])) or (inserts[THEIRS] and shrinks[OURS])
+
+
+def _agreed(texts: Sequence[Sequence[str]], lo: int, hi: int, edges: Sequence[Tuple[int, int]],
+            readings: List[_Readings]) -> Optional[List[str]]:
+    """The lines every pair of readings merges base[lo:hi] to: None where a reading maps it
+    to other side lines than `edges` says, or where a pair collides, or two pairs differ."""
+    base = texts[0]
+    windows = []
+    for side, (reading, (s_lo, s_hi)) in enumerate(zip(readings, edges)):
+        found: List[List[Hunk]] = []
+        for hunks in reading.diffs:
+            window = _inside(base, texts[1 + side], reading.placed(hunks), lo, hi, s_lo, s_hi)
+            if window is None:
+                return None
+            if window not in found:
+                found.append(window)
+        windows.append(found)
+    (o_lo, o_hi), (t_lo, t_hi) = edges
+    if texts[1][o_lo:o_hi] == texts[2][t_lo:t_hi]:
+        return list(texts[1][o_lo:o_hi])
+    agreed = None
+    for ours_hunks in windows[OURS]:
+        for theirs_hunks in windows[THEIRS]:
+            merged = _merge_reading(base[lo:hi], texts[1][o_lo:o_hi], texts[2][t_lo:t_hi], ours_hunks, theirs_hunks)
+            if merged is None or (agreed is not None and merged != agreed):
+                return None
+            agreed = merged
+    return agreed
+
+
+def _around(hunks: List[Hunk], lo: int, hi: int) -> List[Hunk]:
+    """The ascending hunks that may reach into base[lo:hi]: from the last that starts before lo."""
+    return hunks[max(bisect.bisect_left(hunks, (lo,)) - 1, 0):bisect.bisect_right(hunks, (hi, math.inf))]
+
+
+def _inside(base: Sequence[str], side: Sequence[str], hunks: List[Hunk], lo: int, hi: int,
+            s_lo: int, s_hi: int) -> Optional[List[Hunk]]:
+    """The hunks that lie in base[lo:hi] and side[s_lo:s_hi], counted from there,
+    if they make a diff of the two; None where one crosses an edge."""
+    inside = []
+    for a_lo, a_hi, b_lo, b_hi in hunks:
+        if (a_hi <= lo and b_hi <= s_lo) or (a_lo >= hi and b_lo >= s_hi):
+            continue
+        if not (lo <= a_lo and a_hi <= hi and s_lo <= b_lo and b_hi <= s_hi):
+            return None
+        inside.append((a_lo - lo, a_hi - lo, b_lo - s_lo, b_hi - s_lo))
+    a, b = base[lo:hi], side[s_lo:s_hi]
+    if len(a) - sum(h[1] - h[0] for h in inside) != len(b) - sum(h[3] - h[2] for h in inside):
+        return None
+    if any(a[i:i + size] != b[j:j + size] for i, j, size in _blocks(inside, len(a), len(b))):
+        return None
+    return inside
+
+
+def _merge_reading(base: Sequence[str], ours: Sequence[str], theirs: Sequence[str],
+                   ours_hunks: List[Hunk], theirs_hunks: List[Hunk]) -> Optional[List[str]]:
+    """The merge when each side's diff is taken as certain; None where they collide."""
+    changes = sorted([_Change(h[0], h[1], h, OURS) for h in ours_hunks]
+                     + [_Change(h[0], h[1], h, THEIRS) for h in theirs_hunks])
+    out: List[str] = []
+    done = shift_o = shift_t = 0
+    for cluster in _clusters(changes, lambda i: True):  # in a certain diff, every edge is certain
+        out += base[done:cluster.lo]
+        o_lo, t_lo = cluster.lo + shift_o, cluster.lo + shift_t
+        shift_o += cluster.growth[OURS]
+        shift_t += cluster.growth[THEIRS]
+        mine, yours = ours[o_lo:cluster.hi + shift_o], theirs[t_lo:cluster.hi + shift_t]
+        if len(cluster.sides) == 2 and mine != yours:
+            return None
+        out += mine if OURS in cluster.sides else yours
+        done = cluster.hi
+    return out + list(base[done:])
+
+
+def _stretch(base: Sequence[str], side: Sequence[str], hunks: List[Hunk], in_base: Counter, in_side: Counter,
+             lo: int, hi: int) -> Optional[Tuple[int, int, int, int]]:
+    """The stretch (a_lo, a_hi, b_lo, b_hi) around base[lo:hi] out to the nearest anchors:
+    lines `hunks` pairs that are once in base and once in the side.  None past _SETTLE_LINES."""
+    def anchor(i: int) -> Optional[int]:
+        k = bisect.bisect_right(hunks, (i, math.inf)) - 1  # the last hunk starting at or before line i
+        if k >= 0 and hunks[k][1] > i:
+            return None  # inside a hunk
+        j = i + (hunks[k][3] - hunks[k][1] if k >= 0 else 0)
+        return j if in_base[base[i]] == 1 and in_side[side[j]] == 1 else None
+
+    a_lo, a_hi = lo, hi
+    while a_lo and anchor(a_lo - 1) is None:
+        a_lo -= 1
+    while a_hi < len(base) and anchor(a_hi) is None:
+        a_hi += 1
+    b_lo = anchor(a_lo - 1) + 1 if a_lo else 0
+    b_hi = anchor(a_hi) if a_hi < len(base) else len(side)
+    if max(a_hi - a_lo, b_hi - b_lo) > _SETTLE_LINES:
+        return None
+    return a_lo, a_hi, b_lo, b_hi
+
+
+def _readings(a: Sequence[str], b: Sequence[str], diff: List[Hunk]) -> List[List[Hunk]]:
+    """Ways a person may have edited a into b: `diff`, and the cheapest edit scripts.
+
+    An edit script here deletes, inserts, or replaces a line with a similar
+    one (a ticked box is that box, ticked), each at a cost of one.  The
+    cheapest are searched from the front and from the back, with ties going
+    to deletions first or to insertions first, and with all lines or with
+    text lines first (the blank lines then between them), since blank
+    lines tip which of two equal sections a shortest diff removes.
+    """
+    readings = [diff]
+    for text_first in (False, True):
+        for backward in (False, True):
+            for insertions_first in (False, True):
+                pairs = _cheapest_pairs(a, b, backward, insertions_first, text_first)
+                hunks = _hunks(_coalesce(pairs), len(a), len(b))
+                if hunks not in readings:
+                    readings.append(hunks)
+    return readings
+
+
+def _cheapest_pairs(a: Sequence[str], b: Sequence[str], backward: bool, insertions_first: bool,
+                    text_first: bool) -> List[Tuple[int, int]]:
+    """The pairs (i, j) of equal lines of a cheapest edit script (see `_readings`), ascending."""
+    if not text_first:
+        return _cost_pairs(a, b, backward, insertions_first)
+    where_a = [i for i, line in enumerate(a) if not line.isspace()]
+    where_b = [j for j, line in enumerate(b) if not line.isspace()]
+    text_pairs = _cost_pairs([a[i] for i in where_a], [b[j] for j in where_b], backward, insertions_first)
+    pairs = []
+    i0 = j0 = 0  # where the gap before the next pair of text lines starts
+    for i, j in [(where_a[x], where_b[y]) for x, y in text_pairs] + [(len(a), len(b))]:
+        pairs += [(i0 + x, j0 + y) for x, y in _cost_pairs(a[i0:i], b[j0:j], backward, insertions_first)]
+        pairs.append((i, j))
+        i0, j0 = i + 1, j + 1
+    return pairs[:-1]
+
+
+def _cost_pairs(a: Sequence[str], b: Sequence[str], backward: bool, insertions_first: bool) -> List[Tuple[int, int]]:
+    """`_cheapest_pairs` with all lines: a table of the cheapest costs, then a walk back through it."""
+    n, m = len(a), len(b)
+    if backward:
+        pairs = _cost_pairs(a[::-1], b[::-1], False, insertions_first)
+        return [(n - 1 - i, m - 1 - j) for i, j in reversed(pairs)]
+    cost = [list(range(m + 1))]  # cost[i][j]: of editing a[:i] into b[:j]
+    for i in range(1, n + 1):
+        above, row = cost[-1], [i]
+        x = a[i - 1]
+        for j in range(1, m + 1):
+            best = min(above[j], row[j - 1]) + 1
+            if x == b[j - 1]:
+                best = min(best, above[j - 1])
+            elif above[j - 1] + 1 < best and _similar(x, b[j - 1]):
+                best = above[j - 1] + 1
+            row.append(best)
+        cost.append(row)
+    pairs = []
+    i, j = n, m
+    while i and j:  # back from the end: pair lines as late as they may be
+        here = cost[i][j]
+        if a[i - 1] == b[j - 1] and here == cost[i - 1][j - 1]:
+            pairs.append((i - 1, j - 1))
+            i, j = i - 1, j - 1
+        elif a[i - 1] != b[j - 1] and here == cost[i - 1][j - 1] + 1 and _similar(a[i - 1], b[j - 1]):
+            i, j = i - 1, j - 1
+        elif (insertions_first or here != cost[i][j - 1] + 1) and here == cost[i - 1][j] + 1:
+            i -= 1
+        else:
+            j -= 1
+    return pairs[::-1]
+
+
+def _similar(x: str, y: str) -> bool:
+    """Whether y reads as x edited in place: the start and end they share make 0.6 of the longer."""
+    head = len(os.path.commonprefix((x, y)))
+    tail = len(os.path.commonprefix((x[head:][::-1], y[head:][::-1])))
+    return head + tail >= 0.6 * max(len(x), len(y))
 
 
 # ------------------------------------------------------------ two-way diff

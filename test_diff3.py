@@ -59,7 +59,20 @@ CASES = [
     ("marker-like lines are not a conflict", "<<<<<<< x\n>>>>>>> y\n", "<<<<<<< x\n>>>>>>> y\nz\n",
      "<<<<<<< X\n>>>>>>> y\n", "<<<<<<< X\n>>>>>>> y\nz\n", False),
     ("moved line", "a\nb\nc\nd\ne\n", "d\na\nb\nc\ne\n", "a\nb\nc\nd\nE\n", "d\na\nb\nc\nE\n", False),
+    # Every reading ticks the second call box: the task lands before it.
+    ("tick next to an insertion among equal boxes", "- [ ] todo\n- [ ] call\n- [ ] call\n",
+     "- [ ] todo\n- [ ] call\n- [ ] task\n- [ ] call\n", "- [x] todo\n- [ ] call\n- [x] call\n",
+     "- [x] todo\n- [ ] call\n- [ ] task\n- [x] call\n", False),
+    # The new todo may sit before or after the ticked one: only that part conflicts.
+    ("second look splits a conflict", "- [ ] call\n\n- [ ] todo\n\n- [ ] todo\n\n- [ ] call\n",
+     "- [ ] call\n\n- [ ] todo\n\n- [ ] todo\n\n- [ ] todo\n\n- [ ] task\n\n- [ ] call\n",
+     "- [x] call\n\n- [x] todo\n\n- [ ] todo\n\n- [ ] call\n",
+     f"- [x] call\n\n{START}- [ ] todo\n{SEPARATOR}- [x] todo\n{END}\n- [ ] todo\n\n"
+     f"{START}- [ ] todo\n\n- [ ] task\n\n{SEPARATOR}{END}- [ ] call\n", True),
 ]
+
+
+CASES_BY_NAME = {case[0]: case for case in CASES}
 
 
 @pytest.mark.parametrize("name,base,ours,theirs,merged,conflict", CASES, ids=[c[0] for c in CASES])
@@ -121,6 +134,8 @@ def resolved(merged, keep):
     for line in merged.split("\n"):
         if line.startswith("<<<<<<< "):
             part = "ours"
+        elif line.startswith("||||||| ") and part:
+            part = "base"
         elif line.startswith("=======") and part:
             part = "theirs"
         elif line.startswith(">>>>>>> "):
@@ -150,17 +165,33 @@ def test_generated_conflicts_show_each_line_once(shape):
 
 # Found by running seeds far beyond the suite's range; each was clean and wrong:
 # a box added to a run of equal boxes (or deleted from one) could sit anywhere
-# in the run, and blank lines tipped which copy of a repeated section was
-# deleted.  Each must now be right or a conflict.
+# in the run, blank lines tipped which copy of a repeated section was
+# deleted, and (31796) ours ticking a box read as deleting it, the deletion
+# theirs made.  Each must now be right or a conflict.
 @pytest.mark.parametrize("shape,seed", [
     ("checklist", 3963), ("checklist", 9823), ("checklist", 12019), ("checklist", 15158),
-    ("checklist", 19229), ("checklist", 22296), ("checklist", 39090),
+    ("checklist", 19229), ("checklist", 22296), ("checklist", 31796), ("checklist", 39090),
     ("duplicated", 4357), ("duplicated", 33450),
 ])
 def test_far_seeds_once_clean_and_wrong(shape, seed):
     case = generate(shape, seed)
     merged, conflict = diff3(case.base, case.ours, case.theirs)
     assert conflict or merged == case.intended
+
+
+def test_second_look_leaves_long_runs(monkeypatch):
+    # Reading a run again costs lines squared: past _SETTLE_LINES it stays a conflict.
+    base, ours, theirs = CASES_BY_NAME["tick next to an insertion among equal boxes"][1:4]
+    monkeypatch.setattr(diff3_module, "_SETTLE_LINES", 2)
+    assert diff3(base, ours, theirs).had_conflict
+
+
+def test_inside_fits_the_window_or_nothing():
+    # No hunk crosses the window's edges, yet the side's window is a line
+    # longer than the diff maps base[0:2] to: no diff of the window.
+    assert diff3_module._inside(["x"] * 3, ["x"] * 4, [(3, 3, 3, 4)], 0, 2, 0, 3) is None
+    assert diff3_module._inside(["x"] * 3, ["x"] * 4, [(3, 3, 3, 4)], 0, 3, 0, 4) == [(3, 3, 3, 4)]
+    assert diff3_module._inside(["x", "y"], ["x", "z"], [(1, 2, 1, 2)], 0, 1, 0, 2) is None
 
 
 def test_get_hunks_slides_to_one_place():
