@@ -133,6 +133,7 @@ import argparse
 import array
 import bisect
 import difflib
+import functools
 import math
 import os
 import sys
@@ -1046,65 +1047,73 @@ def _readings(a: Sequence[str], b: Sequence[str], diff: List[Hunk]) -> List[List
     readings = [diff]
     for text_first in (False, True):
         for backward in (False, True):
-            for insertions_first in (False, True):
-                pairs = _cheapest_pairs(a, b, backward, insertions_first, text_first)
+            for pairs in _cheapest_pairs(a, b, backward, text_first):
                 hunks = _hunks(_coalesce(pairs), len(a), len(b))
                 if hunks not in readings:
                     readings.append(hunks)
     return readings
 
 
-def _cheapest_pairs(a: Sequence[str], b: Sequence[str], backward: bool, insertions_first: bool,
-                    text_first: bool) -> List[Tuple[int, int]]:
-    """The pairs (i, j) of equal lines of a cheapest edit script (see `_readings`), ascending."""
+def _cheapest_pairs(a: Sequence[str], b: Sequence[str], backward: bool,
+                    text_first: bool) -> List[List[Tuple[int, int]]]:
+    """The pairs (i, j) of equal lines of cheapest edit scripts (see `_readings`), ascending:
+    with ties going to deletions first, and to insertions first."""
     if not text_first:
-        return _cost_pairs(a, b, backward, insertions_first)
+        return _cost_pairs(a, b, backward)
     where_a = [i for i, line in enumerate(a) if not line.isspace()]
     where_b = [j for j, line in enumerate(b) if not line.isspace()]
-    text_pairs = _cost_pairs([a[i] for i in where_a], [b[j] for j in where_b], backward, insertions_first)
-    pairs = []
-    i0 = j0 = 0  # where the gap before the next pair of text lines starts
-    for i, j in [(where_a[x], where_b[y]) for x, y in text_pairs] + [(len(a), len(b))]:
-        pairs += [(i0 + x, j0 + y) for x, y in _cost_pairs(a[i0:i], b[j0:j], backward, insertions_first)]
-        pairs.append((i, j))
-        i0, j0 = i + 1, j + 1
-    return pairs[:-1]
+    found = []
+    for tie, text_pairs in enumerate(_cost_pairs([a[i] for i in where_a], [b[j] for j in where_b], backward)):
+        pairs = []
+        i0 = j0 = 0  # where the gap before the next pair of text lines starts
+        for i, j in [(where_a[x], where_b[y]) for x, y in text_pairs] + [(len(a), len(b))]:
+            pairs += [(i0 + x, j0 + y) for x, y in _cost_pairs(a[i0:i], b[j0:j], backward)[tie]]
+            pairs.append((i, j))
+            i0, j0 = i + 1, j + 1
+        found.append(pairs[:-1])
+    return found
 
 
-def _cost_pairs(a: Sequence[str], b: Sequence[str], backward: bool, insertions_first: bool) -> List[Tuple[int, int]]:
-    """`_cheapest_pairs` with all lines: a table of the cheapest costs, then a walk back through it."""
+def _cost_pairs(a: Sequence[str], b: Sequence[str], backward: bool) -> List[List[Tuple[int, int]]]:
+    """`_cheapest_pairs` with all lines: a table of the cheapest costs, then two walks back through it."""
     n, m = len(a), len(b)
     if backward:
-        pairs = _cost_pairs(a[::-1], b[::-1], False, insertions_first)
-        return [(n - 1 - i, m - 1 - j) for i, j in reversed(pairs)]
+        return [[(n - 1 - i, m - 1 - j) for i, j in reversed(pairs)] for pairs in _cost_pairs(a[::-1], b[::-1], False)]
     cost = [list(range(m + 1))]  # cost[i][j]: of editing a[:i] into b[:j]
     for i in range(1, n + 1):
         above, row = cost[-1], [i]
         x = a[i - 1]
         for j in range(1, m + 1):
-            best = min(above[j], row[j - 1]) + 1
+            best = above[j] + 1
+            if row[j - 1] < above[j]:
+                best = row[j - 1] + 1
             if x == b[j - 1]:
-                best = min(best, above[j - 1])
+                if above[j - 1] < best:
+                    best = above[j - 1]
             elif above[j - 1] + 1 < best and _similar(x, b[j - 1]):
                 best = above[j - 1] + 1
             row.append(best)
         cost.append(row)
-    pairs = []
-    i, j = n, m
-    while i and j:  # back from the end: pair lines as late as they may be
-        here = cost[i][j]
-        if a[i - 1] == b[j - 1] and here == cost[i - 1][j - 1]:
-            pairs.append((i - 1, j - 1))
-            i, j = i - 1, j - 1
-        elif a[i - 1] != b[j - 1] and here == cost[i - 1][j - 1] + 1 and _similar(a[i - 1], b[j - 1]):
-            i, j = i - 1, j - 1
-        elif (insertions_first or here != cost[i][j - 1] + 1) and here == cost[i - 1][j] + 1:
-            i -= 1
-        else:
-            j -= 1
-    return pairs[::-1]
+    found = []
+    for insertions_first in (False, True):
+        pairs = []
+        i, j = n, m
+        while i and j:  # back from the end: pair lines as late as they may be
+            here = cost[i][j]
+            if a[i - 1] == b[j - 1] and here == cost[i - 1][j - 1]:
+                pairs.append((i - 1, j - 1))
+                i, j = i - 1, j - 1
+            elif a[i - 1] != b[j - 1] and here == cost[i - 1][j - 1] + 1 and _similar(a[i - 1], b[j - 1]):
+                i, j = i - 1, j - 1
+            elif (insertions_first or here != cost[i][j - 1] + 1) and here == cost[i - 1][j] + 1:
+                i -= 1
+            else:
+                j -= 1
+        found.append(pairs[::-1])
+    return found
 
 
+@functools.lru_cache(maxsize=1 << 12)
 def _similar(x: str, y: str) -> bool:
     """Whether y reads as x edited in place: the start and end they share make 0.6 of the longer."""
     head = len(os.path.commonprefix((x, y)))

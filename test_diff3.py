@@ -1,3 +1,4 @@
+import functools
 import random
 import re
 from collections import Counter
@@ -110,14 +111,20 @@ def counts(text):
     return Counter(line for line in text.split("\n") if line.strip())
 
 
+@functools.lru_cache(maxsize=None)
+def generated(shape, seed):
+    """A generated case and its merge, made once for the tests that look at them."""
+    case = generate(shape, seed)
+    return case, diff3(case.base, case.ours, case.theirs)
+
+
 @pytest.mark.parametrize("shape", SHAPES)
 def test_generated_cases_never_merge_clean_and_wrong(shape):
     # testkit applies two edit scripts at known places, so the intended
     # merge is known (None where the edits meet and only a conflict is right).
     clean = intended = 0
     for seed in range(1500):
-        case = generate(shape, seed)
-        merged, conflict = diff3(case.base, case.ours, case.theirs)
+        case, (merged, conflict) = generated(shape, seed)
         if not conflict:
             assert merged == case.intended, (shape, seed)
             sides = [counts(case.ours), counts(case.theirs), counts(case.intended)]
@@ -152,8 +159,7 @@ def test_generated_conflicts_show_each_line_once(shape):
     # side added.  (Runs of changes once came out of order, and a block
     # then repeated lines already merged above it.)
     for seed in range(1500):
-        case = generate(shape, seed)
-        merged, conflict = diff3(case.base, case.ours, case.theirs)
+        case, (merged, conflict) = generated(shape, seed)
         if not conflict:
             continue
         base, ours, theirs = counts(case.base), counts(case.ours), counts(case.theirs)
