@@ -39,7 +39,8 @@ other side's, the two are a conflict.  The exact rule:
 * Each hunk then gets its *reach*: the base lines it could equally cover
   under another diff of the same text.  That is where it, or the tail or
   head of either half of a replacement, could slide past equal lines (not
-  for a line-for-line edit of similar lines: a ticked box stays that box);
+  for a line-for-line edit of similar lines, whose shared start and end
+  make 0.6 of the longer: a ticked box stays that box);
   where the searches from the front and from the back of a gap of
   repeated lines pair them differently, or of a hunk's *zone*: the hunk
   grown over the lines next to it that it repeats, across equal runs the
@@ -71,13 +72,12 @@ other side's, the two are a conflict.  The exact rule:
   once in the side, at most 200 lines), each side's diff is read in every
   way a person may have made it: the diff above, and the cheapest edit
   scripts where deleting a line, inserting one, or replacing one with a
-  similar line (the start and end they share make 0.6 of the longer)
-  each cost one, searched from the front and from the back, ties going
-  to deletions or to insertions first, with all lines or text lines
-  first.  The run splits between two base lines wherever all readings of
-  both sides pair them alike and no edits of both sides meet there (both
-  insert, or one inserts next to where the other removes more than it
-  adds).  A piece that every pair of readings, one per side and each
+  similar line each cost one, searched from the front and from the back,
+  ties going to deletions or to insertions first, with all lines or text
+  lines first.  The run splits between two base lines wherever all
+  readings of both sides pair them alike and no edits of both sides meet
+  there (both insert, or one inserts next to where the other removes more
+  than it adds).  A piece that every pair of readings, one per side and each
   taken as certain, merges without collision (touching edits merged one
   after the other) and to the same lines is merged; the rest stays a
   conflict.  So theirs ticking the second of two equal boxes merges with
@@ -132,7 +132,6 @@ without it, it is quadratic on them.  So the diff works in layers:
 import argparse
 import array
 import bisect
-import difflib
 import functools
 import math
 import os
@@ -605,9 +604,8 @@ def _reach(a: Sequence, b: Sequence, hunk: Hunk, floor: int, ceiling: int) -> Tu
 
 def _edited_in_place(old: Sequence, new: Sequence) -> bool:
     """Whether each line of `old` became a similar line of `new`, one for one."""
-    return len(old) == len(new) and all(
-        isinstance(x, str) and isinstance(y, str) and difflib.SequenceMatcher(None, x, y).ratio() >= 0.6
-        for x, y in zip(old, new))
+    return len(old) == len(new) and all(isinstance(x, str) and isinstance(y, str) and _similar(x, y)
+                                        for x, y in zip(old, new))
 
 
 def _slide(seq: List, lo: int, hi: int, limit: int, up: bool = False) -> int:
@@ -798,7 +796,7 @@ class _Piece(NamedTuple):
     merged: Optional[List[str]]
 
 
-def _settle(texts: Sequence[Sequence[str]], diffs: Sequence[List[Hunk]], firm: "_Firmness",
+def _settle(texts: Sequence[Sequence[str]], diffs: Sequence[List[Hunk]], firm: _Firmness,
             lo: int, hi: int, edges: Sequence[Tuple[int, int]]) -> List[_Piece]:
     """A run of colliding changes, read again: the pieces it splits into, each settled or not.
 
@@ -1023,15 +1021,15 @@ def _stretch(base: Sequence[str], side: Sequence[str], hunks: List[Hunk], in_bas
         return j if in_base[base[i]] == 1 and in_side[side[j]] == 1 else None
 
     a_lo, a_hi = lo, hi
-    while a_lo and anchor(a_lo - 1) is None:
+    while a_lo and anchor(a_lo - 1) is None and a_hi - a_lo <= _SETTLE_LINES:
         a_lo -= 1
-    while a_hi < len(base) and anchor(a_hi) is None:
+    while a_hi < len(base) and anchor(a_hi) is None and a_hi - a_lo <= _SETTLE_LINES:
         a_hi += 1
+    if a_hi - a_lo > _SETTLE_LINES:
+        return None
     b_lo = anchor(a_lo - 1) + 1 if a_lo else 0
     b_hi = anchor(a_hi) if a_hi < len(base) else len(side)
-    if max(a_hi - a_lo, b_hi - b_lo) > _SETTLE_LINES:
-        return None
-    return a_lo, a_hi, b_lo, b_hi
+    return None if b_hi - b_lo > _SETTLE_LINES else (a_lo, a_hi, b_lo, b_hi)
 
 
 def _readings(a: Sequence[str], b: Sequence[str], diff: List[Hunk]) -> List[List[Hunk]]:

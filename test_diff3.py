@@ -185,11 +185,16 @@ def test_far_seeds_once_clean_and_wrong(shape, seed):
     assert conflict or merged == case.intended
 
 
-def test_second_look_leaves_long_runs(monkeypatch):
-    # Reading a run again costs lines squared: past _SETTLE_LINES it stays a conflict.
-    base, ours, theirs = CASES_BY_NAME["tick next to an insertion among equal boxes"][1:4]
-    monkeypatch.setattr(diff3_module, "_SETTLE_LINES", 2)
-    assert diff3(base, ours, theirs).had_conflict
+@pytest.mark.parametrize("most", [5, 6, 10])
+def test_second_look_leaves_long_runs(monkeypatch, most):
+    # Reading a run again costs lines squared: past _SETTLE_LINES the run
+    # (6 lines here), base's stretch around it (7) or ours' (11) is left
+    # whole, and the tick theirs made on its first line stays in the block.
+    base, ours, theirs = CASES_BY_NAME["second look splits a conflict"][1:4]
+    assert diff3(base, ours, theirs).merged.startswith("- [x] call\n")
+    monkeypatch.setattr(diff3_module, "_SETTLE_LINES", most)
+    merged, conflict = diff3(base, ours, theirs)
+    assert conflict and merged.startswith(START)
 
 
 def test_inside_fits_the_window_or_nothing():
