@@ -819,8 +819,7 @@ def _settle(texts: Sequence[Sequence[str]], diffs: Sequence[List[Hunk]], firm: _
     whole = [_Piece(lo, hi, mine, yours, mine if alike else None)]
     if hi - lo > _SETTLE_LINES:
         return whole
-    near = [_around(diffs[side], lo, hi) for side in (OURS, THEIRS)]
-    if not alike and _no_piece_settles(texts, near, lo, hi, edges):
+    if not alike and _no_piece_settles(texts, [_around(hunks, lo, hi) for hunks in diffs], lo, hi, edges):
         return whole
     readings = []
     for side in (OURS, THEIRS):
@@ -878,10 +877,10 @@ def _no_piece_settles(texts: Sequence[Sequence[str]], near: Sequence[List[Hunk]]
     a quicker test tells: they changed a line differently, and no line
     boundary in the run is free of their hunks.
     """
-    mine, yours = ([h for h in hunks if lo <= h[0] and h[1] <= hi] for hunks in near)
-    if any(g[0] < h[1] and h[0] < g[1] and (g[:2] != h[:2] or texts[1][g[2]:g[3]] != texts[2][h[2]:h[3]])
-           for g in mine for h in yours) and not any(
-            all(not h[0] < p < h[1] for h in mine + yours) for p in range(lo + 1, hi)):
+    ours_hunks, theirs_hunks = ([h for h in hunks if lo <= h[0] and h[1] <= hi] for hunks in near)
+    clash = any(g[0] < h[1] and h[0] < g[1] and (g[:2] != h[:2] or texts[1][g[2]:g[3]] != texts[2][h[2]:h[3]])
+                for g in ours_hunks for h in theirs_hunks)
+    if clash and not any(all(not h[0] < p < h[1] for h in ours_hunks + theirs_hunks) for p in range(lo + 1, hi)):
         return True
     alone = [_Readings(lo, hi, *edges[side], [_inside(texts[0], texts[1 + side], near[side], lo, hi, *edges[side])])
              for side in (OURS, THEIRS)]
