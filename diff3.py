@@ -82,11 +82,13 @@ other side's, the two are a conflict.  The exact rule:
   after the other) and to the same lines is merged; the rest stays a
   conflict.  So theirs ticking the second of two equal boxes merges with
   ours adding a box between them: every reading agrees on the order.
-  The same change made by both sides gets the second look too: it stays
-  merged once only where every reading that departs from the diff around
-  it finds the two sides' lines the same over all it departs across (ours
-  "deleting" a box theirs deleted may have ticked it and added a box).
-  Where the stretch is too long to read again, the rule above decides.
+  The readings also widen reaches first: where the other side changed
+  lines in the stretch around a side's doubt, the doubt grows over all
+  that any reading departs from the diff across.  (Of four equal
+  sections theirs may have deleted any one, so it meets ours renaming a
+  heading; ours "deleting" a box theirs deleted may have ticked it.)
+  Where the run or stretch is too long to read again, the rule above
+  decides alone.
 * In a conflict (style "merge"), the lines both sides have in common,
   by a diff of the two, are taken out of the block, which splits where
   they are, as git's "zealous" merge does.  This shapes a conflict, never
@@ -258,8 +260,8 @@ def _merge_lines(base: Sequence[str], ours: Sequence[str], theirs: Sequence[str]
 
     A block that leaves the base lines out also leaves out the lines both
     sides have in common, splitting where they are (git's "zealous" merge).
-    A block whose two sides are alike (both made one change, but the
-    readings of the second look disagree on where) always shows base.
+    A block whose two sides are alike (the second look found readings
+    that place them differently) always shows base.
     """
     start, middle, separator, end, with_base = markers
     text = list(filterfalse(str.isspace, base))
@@ -268,6 +270,10 @@ def _merge_lines(base: Sequence[str], ours: Sequence[str], theirs: Sequence[str]
         unique = set()  # some text line of base repeats
     hunks, spans = _diff_with_doubts(base, ours, unique)
     theirs_hunks, theirs_spans = _diff_with_doubts(base, theirs, unique)
+    texts, diffs, firm = (base, ours, theirs), (hunks, theirs_hunks), _Firmness(base, ours, theirs)
+    read: dict = {}  # the second look's readings, by side and stretch
+    spans = _departed(texts, diffs, firm, OURS, spans, read)
+    theirs_spans = _departed(texts, diffs, firm, THEIRS, theirs_spans, read)
     changes = _changes(base, theirs, THEIRS, theirs_hunks, theirs_spans)
     # An ours hunk whose bounds meet the reach of no change of theirs cannot
     # collide: it is merged by copying ours, and only its growth counts
@@ -284,7 +290,6 @@ def _merge_lines(base: Sequence[str], ours: Sequence[str], theirs: Sequence[str]
     # Wherever theirs changed nothing, ours holds the merge: such stretches
     # are copied from ours in one slice, up to the next place theirs changed.
     copied = 0  # ours[:copied] is in `out` already, or was replaced there
-    firm = _Firmness(base, ours, theirs)
     for cluster in _clusters(changes, firm):
         while passed < len(apart) and apart[passed][0] < cluster.lo:
             shift_o += apart[passed][1]
@@ -295,16 +300,15 @@ def _merge_lines(base: Sequence[str], ours: Sequence[str], theirs: Sequence[str]
         o_hi, t_hi = cluster.hi + shift_o, cluster.hi + shift_t
         if THEIRS not in cluster.sides:
             continue
-        if OURS in cluster.sides:
-            pieces = _settle((base, ours, theirs), (hunks, theirs_hunks), firm, cluster.lo, cluster.hi,
-                             ((o_lo, o_hi), (t_lo, t_hi)))
-            if len(pieces) == 1 and pieces[0].merged == ours[o_lo:o_hi]:
-                continue  # both made the same change: ours holds it
-        else:
-            pieces = [_Piece(cluster.lo, cluster.hi, [], [], theirs[t_lo:t_hi])]
+        mine, yours = ours[o_lo:o_hi], theirs[t_lo:t_hi]
+        if mine == yours:
+            continue
         out += ours[copied:o_lo]
         copied = o_hi
-        for piece in pieces:
+        if OURS not in cluster.sides:
+            out += yours
+            continue
+        for piece in _settle(texts, diffs, firm, cluster.lo, cluster.hi, ((o_lo, o_hi), (t_lo, t_hi)), read):
             if piece.merged is not None:
                 out += piece.merged
                 continue
@@ -797,75 +801,69 @@ class _Piece(NamedTuple):
 
 
 def _settle(texts: Sequence[Sequence[str]], diffs: Sequence[List[Hunk]], firm: _Firmness,
-            lo: int, hi: int, edges: Sequence[Tuple[int, int]]) -> List[_Piece]:
+            lo: int, hi: int, edges: Sequence[Tuple[int, int]], read: dict) -> List[_Piece]:
     """A run of colliding changes, read again: the pieces it splits into, each settled or not.
 
     `texts` are base, ours and theirs, `diffs` the hunks of each side,
-    `firm` holds the texts' line counts; the run is base[lo:hi], and
-    ours[edges[0][0]:edges[0][1]] and theirs[edges[1][0]:edges[1][1]].
+    `firm` holds the texts' line counts, `read` the readings made so far;
+    the run is base[lo:hi], and ours[edges[0][0]:edges[0][1]] and
+    theirs[edges[1][0]:edges[1][1]].
     Around the run each side's diff is read in every way `_readings`
     gives.  The run splits between two base lines wherever all readings of
     both sides pair them alike and no edits of the two sides meet there; a
     piece is settled when every reading of each side maps it to the same
     lines and each pair of readings, one per side and each taken as
-    certain, merges it without collision and to the same lines.  Where the
-    two sides made the same change, the run stays whole and merged once
-    unless `_twinned` finds a reading under which they differ.  A run or
-    stretch too long to read again is left as the first rule decided.
+    certain, merges it without collision and to the same lines.  A run or
+    stretch too long to read again is left whole.
     """
-    base = texts[0]
-    mine, yours = list(texts[1][slice(*edges[OURS])]), list(texts[2][slice(*edges[THEIRS])])
-    alike = mine == yours
-    whole = [_Piece(lo, hi, mine, yours, mine if alike else None)]
-    if hi - lo > _SETTLE_LINES:
+    whole = [_Piece(lo, hi, list(texts[1][slice(*edges[OURS])]), list(texts[2][slice(*edges[THEIRS])]), None)]
+    if hi - lo > _SETTLE_LINES or _no_piece_settles(texts, [_around(hunks, lo, hi) for hunks in diffs], lo, hi, edges):
         return whole
-    if not alike and _no_piece_settles(texts, [_around(hunks, lo, hi) for hunks in diffs], lo, hi, edges):
+    stretches = [_stretch(texts, diffs, firm, side, lo, hi) for side in (OURS, THEIRS)]
+    if None in stretches:
         return whole
-    readings = []
-    for side in (OURS, THEIRS):
-        stretch = _stretch(base, texts[1 + side], diffs[side], firm.counts[0], firm.counts[1 + side], lo, hi)
-        if stretch is None:
-            return whole
+    return _pieces(texts, lo, hi, edges, [_read(texts, diffs, side, stretches[side], read) for side in (OURS, THEIRS)])
+
+
+def _departure(reading: _Readings, hunks: List[Hunk], lo: int, hi: int) -> Tuple[int, int]:
+    """The base range around base[lo:hi] over which `hunks`, one of the readings, pairs
+    lines otherwise than the diff itself does (and base[lo:hi] itself)."""
+    n, m = reading.a_hi - reading.a_lo, reading.b_hi - reading.b_lo
+    for d_lo, d_hi in _disagreements(_blocks(reading.diffs[0], n, m), _blocks(hunks, n, m), n, m):
+        d_lo, d_hi = d_lo + reading.a_lo, d_hi + reading.a_lo
+        if d_lo <= hi and lo <= d_hi:
+            lo, hi = min(lo, d_lo), max(hi, d_hi)
+    return lo, hi
+
+
+def _departed(texts: Sequence[Sequence[str]], diffs: Sequence[List[Hunk]], firm: _Firmness, side: int,
+              spans: List[Tuple[int, int]], read: dict) -> List[Tuple[int, int]]:
+    """One side's doubt spans, grown over where its other readings depart from its diff
+    around them, where the other side changed lines: the changes they could meet.
+
+    (Of four equal sections, theirs may have deleted any; if ours renamed
+    the heading of one, the two meet.)
+    """
+    grown = list(spans)
+    other = diffs[1 - side]
+    for lo, hi in spans:
+        stretch = _stretch(texts, diffs, firm, side, lo, hi)
+        if stretch is None or all(lo <= h[0] and h[1] <= hi for h in _around(other, stretch[0], stretch[1])):
+            continue
+        reading = _read(texts, diffs, side, stretch, read)
+        grown += [_departure(reading, hunks, lo, hi) for hunks in reading.diffs[1:]]
+    return _union(grown)
+
+
+def _read(texts: Sequence[Sequence[str]], diffs: Sequence[List[Hunk]], side: int,
+          stretch: Tuple[int, int, int, int], read: dict) -> _Readings:
+    """The readings of one side's diff over a stretch, kept in `read`."""
+    if (side, stretch) not in read:
         a_lo, a_hi, b_lo, b_hi = stretch
-        diff = _inside(base, texts[1 + side], _around(diffs[side], a_lo, a_hi), *stretch)
-        readings.append(_Readings(*stretch, _readings(base[a_lo:a_hi], texts[1 + side][b_lo:b_hi], diff)))
-    if alike:
-        return [_Piece(lo, hi, mine, yours, mine if _twinned(texts, diffs, lo, hi, edges, readings) else None)]
-    return _pieces(texts, lo, hi, edges, readings)
-
-
-def _twinned(texts: Sequence[Sequence[str]], diffs: Sequence[List[Hunk]], lo: int, hi: int,
-             edges: Sequence[Tuple[int, int]], readings: List[_Readings]) -> bool:
-    """Whether the same change by both sides, at base[lo:hi], is the same under every reading.
-
-    A reading that maps the run to the same side lines as the diffs do
-    reads the same text on both sides.  Any other reading differs from the
-    diff over some stretch of base: the two sides must then have the same
-    lines over all of it.  (Where ours deleted a box and added a ticked one
-    below, it may have ticked the box; if theirs deleted that box, the two
-    differ over the stretch.)
-    """
-    for side, reading in enumerate(readings):
-        n, m = reading.a_hi - reading.a_lo, reading.b_hi - reading.b_lo
-        diff, *others = reading.diffs
-        for hunks in others:
-            if _inside(texts[0], texts[1 + side], reading.placed(hunks), lo, hi, *edges[side]) is not None:
-                continue
-            r_lo, r_hi = lo, hi
-            for d_lo, d_hi in _disagreements(_blocks(diff, n, m), _blocks(hunks, n, m), n, m):
-                d_lo, d_hi = d_lo + reading.a_lo, d_hi + reading.a_lo
-                if d_lo <= r_hi and r_lo <= d_hi:  # where this reading departs around the run
-                    r_lo, r_hi = min(r_lo, d_lo), max(r_hi, d_hi)
-            if not _same_over(texts, diffs, r_lo, r_hi):
-                return False
-    return True
-
-
-def _same_over(texts: Sequence[Sequence[str]], diffs: Sequence[List[Hunk]], lo: int, hi: int) -> bool:
-    """Whether ours and theirs hold the same lines over base[lo:hi], and no hunk of theirs
-    or ours crosses its edges."""
-    o_lo, o_hi, t_lo, t_hi = (_position(_around(hunks, p, p), p) for hunks in diffs for p in (lo, hi))
-    return None not in (o_lo, o_hi, t_lo, t_hi) and texts[1][o_lo:o_hi] == texts[2][t_lo:t_hi]
+        base, side_text = texts[0], texts[1 + side]
+        diff = _inside(base, side_text, _around(diffs[side], a_lo, a_hi), *stretch)
+        read[side, stretch] = _Readings(*stretch, _readings(base[a_lo:a_hi], side_text[b_lo:b_hi], diff))
+    return read[side, stretch]
 
 
 def _no_piece_settles(texts: Sequence[Sequence[str]], near: Sequence[List[Hunk]], lo: int, hi: int,
@@ -1008,16 +1006,21 @@ def _merge_reading(base: Sequence[str], ours: Sequence[str], theirs: Sequence[st
     return out + list(base[done:])
 
 
-def _stretch(base: Sequence[str], side: Sequence[str], hunks: List[Hunk], in_base: Counter, in_side: Counter,
+def _stretch(texts: Sequence[Sequence[str]], diffs: Sequence[List[Hunk]], firm: _Firmness, side: int,
              lo: int, hi: int) -> Optional[Tuple[int, int, int, int]]:
-    """The stretch (a_lo, a_hi, b_lo, b_hi) around base[lo:hi] out to the nearest anchors:
-    lines `hunks` pairs that are once in base and once in the side.  None past _SETTLE_LINES."""
+    """The stretch (a_lo, a_hi, b_lo, b_hi) around base[lo:hi] out to the nearest anchors: lines
+    one side's diff pairs that are once in base and once in that side.  None past _SETTLE_LINES."""
+    base, side_text, hunks = texts[0], texts[1 + side], diffs[side]
+    in_base, in_side = firm.counts[0], firm.counts[1 + side]
+
     def anchor(i: int) -> Optional[int]:
+        if in_base[base[i]] != 1:
+            return None  # the usual answer where lines repeat, found first
         k = bisect.bisect_right(hunks, (i, math.inf)) - 1  # the last hunk starting at or before line i
         if k >= 0 and hunks[k][1] > i:
             return None  # inside a hunk
         j = i + (hunks[k][3] - hunks[k][1] if k >= 0 else 0)
-        return j if in_base[base[i]] == 1 and in_side[side[j]] == 1 else None
+        return j if in_side[side_text[j]] == 1 else None
 
     a_lo, a_hi = lo, hi
     while a_lo and anchor(a_lo - 1) is None and a_hi - a_lo <= _SETTLE_LINES:
@@ -1027,7 +1030,7 @@ def _stretch(base: Sequence[str], side: Sequence[str], hunks: List[Hunk], in_bas
     if a_hi - a_lo > _SETTLE_LINES:
         return None
     b_lo = anchor(a_lo - 1) + 1 if a_lo else 0
-    b_hi = anchor(a_hi) if a_hi < len(base) else len(side)
+    b_hi = anchor(a_hi) if a_hi < len(base) else len(side_text)
     return None if b_hi - b_lo > _SETTLE_LINES else (a_lo, a_hi, b_lo, b_hi)
 
 

@@ -203,6 +203,7 @@ def test_inside_fits_the_window_or_nothing():
     assert diff3_module._inside(["x"] * 3, ["x"] * 4, [(3, 3, 3, 4)], 0, 2, 0, 3) is None
     assert diff3_module._inside(["x"] * 3, ["x"] * 4, [(3, 3, 3, 4)], 0, 3, 0, 4) == [(3, 3, 3, 4)]
     assert diff3_module._inside(["x", "y"], ["x", "z"], [(1, 2, 1, 2)], 0, 1, 0, 2) is None
+    assert diff3_module._inside(["x", "y"], ["x", "z"], [], 0, 2, 0, 2) is None  # "y" is no "z"
 
 
 def test_get_hunks_slides_to_one_place():
