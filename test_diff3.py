@@ -172,12 +172,13 @@ def test_generated_conflicts_show_each_line_once(shape):
 # Found by running seeds far beyond the suite's range; each was clean and wrong:
 # a box added to a run of equal boxes (or deleted from one) could sit anywhere
 # in the run, blank lines tipped which copy of a repeated section was
-# deleted, and (31796) ours ticking a box read as deleting it, the deletion
-# theirs made.  Each must now be right or a conflict.
+# deleted, (31796) ours ticking a box read as deleting it, the deletion
+# theirs made, and (61354) theirs deleting one of four equal sections read
+# as the one ours left alone.  Each must now be right or a conflict.
 @pytest.mark.parametrize("shape,seed", [
     ("checklist", 3963), ("checklist", 9823), ("checklist", 12019), ("checklist", 15158),
     ("checklist", 19229), ("checklist", 22296), ("checklist", 31796), ("checklist", 39090),
-    ("duplicated", 4357), ("duplicated", 33450),
+    ("duplicated", 4357), ("duplicated", 33450), ("duplicated", 61354),
 ])
 def test_far_seeds_once_clean_and_wrong(shape, seed):
     case = generate(shape, seed)
