@@ -800,7 +800,7 @@ class _Piece(NamedTuple):
     merged: Optional[List[str]]
 
 
-def _settle(texts: Sequence[Sequence[str]], diffs: Sequence[List[Hunk]], firm: _Firmness,
+def _settle(texts: Sequence[List[str]], diffs: Sequence[List[Hunk]], firm: _Firmness,
             lo: int, hi: int, edges: Sequence[Tuple[int, int]], read: dict) -> List[_Piece]:
     """A run of colliding changes, read again: the pieces it splits into, each settled or not.
 
@@ -816,7 +816,7 @@ def _settle(texts: Sequence[Sequence[str]], diffs: Sequence[List[Hunk]], firm: _
     certain, merges it without collision and to the same lines.  A run or
     stretch too long to read again is left whole.
     """
-    whole = [_Piece(lo, hi, list(texts[1][slice(*edges[OURS])]), list(texts[2][slice(*edges[THEIRS])]), None)]
+    whole = [_Piece(lo, hi, texts[1][slice(*edges[OURS])], texts[2][slice(*edges[THEIRS])], None)]
     if hi - lo > _SETTLE_LINES or _no_piece_settles(texts, [_around(hunks, lo, hi) for hunks in diffs], lo, hi, edges):
         return whole
     stretches = [_stretch(texts, diffs, firm, side, lo, hi) for side in (OURS, THEIRS)]
@@ -885,7 +885,7 @@ def _no_piece_settles(texts: Sequence[Sequence[str]], near: Sequence[List[Hunk]]
     return all(piece.merged is None for piece in _pieces(texts, lo, hi, edges, alone))
 
 
-def _pieces(texts: Sequence[Sequence[str]], lo: int, hi: int, edges: Sequence[Tuple[int, int]],
+def _pieces(texts: Sequence[List[str]], lo: int, hi: int, edges: Sequence[Tuple[int, int]],
             readings: List[_Readings]) -> List[_Piece]:
     """base[lo:hi] split where every reading of both sides allows, each piece settled if they agree."""
     cuts = [(lo, edges[OURS][0], edges[THEIRS][0])]
@@ -903,7 +903,7 @@ def _pieces(texts: Sequence[Sequence[str]], lo: int, hi: int, edges: Sequence[Tu
     pieces = []
     for (p, o_lo, t_lo), (q, o_hi, t_hi) in zip(cuts, cuts[1:]):
         merged = _agreed(texts, p, q, ((o_lo, o_hi), (t_lo, t_hi)), readings)
-        pieces.append(_Piece(p, q, list(texts[1][o_lo:o_hi]), list(texts[2][t_lo:t_hi]), merged))
+        pieces.append(_Piece(p, q, texts[1][o_lo:o_hi], texts[2][t_lo:t_hi], merged))
     return pieces
 
 
@@ -934,7 +934,7 @@ def _edits_meet(readings: List[_Readings], p: int) -> bool:
     return (inserts[OURS] and (inserts[THEIRS] or shrinks[THEIRS])) or (inserts[THEIRS] and shrinks[OURS])
 
 
-def _agreed(texts: Sequence[Sequence[str]], lo: int, hi: int, edges: Sequence[Tuple[int, int]],
+def _agreed(texts: Sequence[List[str]], lo: int, hi: int, edges: Sequence[Tuple[int, int]],
             readings: List[_Readings]) -> Optional[List[str]]:
     """The lines every pair of readings merges base[lo:hi] to: None where a reading maps it
     to other side lines than `edges` says, or where a pair collides, or two pairs differ."""
@@ -951,7 +951,7 @@ def _agreed(texts: Sequence[Sequence[str]], lo: int, hi: int, edges: Sequence[Tu
         windows.append(found)
     (o_lo, o_hi), (t_lo, t_hi) = edges
     if texts[1][o_lo:o_hi] == texts[2][t_lo:t_hi]:
-        return list(texts[1][o_lo:o_hi])
+        return texts[1][o_lo:o_hi]
     agreed = None
     for ours_hunks in windows[OURS]:
         for theirs_hunks in windows[THEIRS]:
