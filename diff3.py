@@ -114,7 +114,11 @@ without it, it is quadratic on them.  So the diff works in layers:
    between anchors the same way.  Usually no such line moved and the chain
    is all of them: one walk along the first sequence confirms it while it
    extends each anchor into its run of equal lines, and only a walk that
-   meets a moved line computes the chain;
+   meets a moved line computes the chain.  A rewrite leaves most lines on
+   one side only, a Python step each for the walk: where a sample shows
+   that, the lines found on both sides are tried in turn first (if they
+   come in the same order on both sides, pairing them so is the one
+   longest matching);
 3. a small gap, or one without such lines, first drops the lines found
    on one side only (they can never match; a rewritten paragraph leaves
    just its blank lines), then is diffed by Myers' O(ND) shortest-edit
@@ -1146,8 +1150,15 @@ def _matching_blocks(a: Sequence, b: Sequence, doubts: List[Tuple[int, int]]) ->
             blocks.append((a_hi, b_hi, size))
         if a_lo == a_hi or b_lo == b_hi:
             continue
-        small = (a_hi - a_lo) * (b_hi - b_lo) <= _SMALL_GAP
-        runs = [] if small else _anchored_runs(a, b, a_lo, a_hi, b_lo, b_hi)
+        if (a_hi - a_lo) * (b_hi - b_lo) <= _SMALL_GAP:
+            runs = []
+        else:
+            counts = Counter(a[a_lo:a_hi]), Counter(b[b_lo:b_hi])
+            in_turn = _rewritten_in_turn(a, b, a_lo, a_hi, b_lo, b_hi, *counts)
+            if in_turn is not None:
+                blocks += in_turn
+                continue
+            runs = _anchored_runs(a, b, a_lo, a_hi, b_lo, b_hi, *counts)
         if not runs:
             blocks += _gap_blocks(a, b, a_lo, a_hi, b_lo, b_hi, doubts)
             continue
@@ -1186,16 +1197,32 @@ def _run_length(a: Sequence, b: Sequence, i: int, j: int, limit: int, backward: 
     return k
 
 
-def _anchored_runs(a: Sequence, b: Sequence, a_lo: int, a_hi: int, b_lo: int,
-                   b_hi: int) -> List[Tuple[int, int, int]]:
+def _rewritten_in_turn(a: Sequence, b: Sequence, a_lo: int, a_hi: int, b_lo: int, b_hi: int,
+                       count_a: Counter, count_b: Counter) -> Optional[List[Tuple[int, int, int]]]:
+    """The matching blocks of a rewritten gap whose elements found on both
+    sides come in turn (`_in_turn`); None if not so.
+
+    A rewrite leaves most elements on one side only, and the walk of
+    `_anchored_runs` would take a Python step for each; a sample of a,
+    against `count_b` (b's counts), tells whether it is one.
+    """
+    sample = a[a_lo:a_hi:16]
+    if 4 * sum(x not in count_b for x in sample) < len(sample):
+        return None
+    common = count_a.keys() & count_b.keys()
+    return _in_turn(a, b, _places(a, a_lo, a_hi, common), _places(b, b_lo, b_hi, common))
+
+
+def _anchored_runs(a: Sequence, b: Sequence, a_lo: int, a_hi: int, b_lo: int, b_hi: int,
+                   count_a: Counter, count_b: Counter) -> List[Tuple[int, int, int]]:
     """Runs of equal elements, (i, j, size) each, that start at patience anchors.
 
     The anchors are the elements occurring once in a[a_lo:a_hi] and once in
-    b[b_lo:b_hi], in the longest chain ascending in both sequences: the
-    safest places to align them.  Usually none of them moved, the chain is
-    all of them, and `_walk_runs` finds that out without listing them.
+    b[b_lo:b_hi] (`count_a` and `count_b` count them), in the longest chain
+    ascending in both sequences: the safest places to align them.  Usually
+    none of them moved, the chain is all of them, and `_walk_runs` finds
+    that out without listing them.
     """
-    count_a, count_b = Counter(a[a_lo:a_hi]), Counter(b[b_lo:b_hi])
     runs = _walk_runs(a, b, a_lo, a_hi, b_lo, b_hi, count_a, count_b)
     if runs is None:  # some moved: keep only the longest ascending chain
         unique = {x for x, n in count_a.items() if n == 1 and count_b.get(x) == 1}
@@ -1285,11 +1312,11 @@ def _gap_blocks(a: Sequence, b: Sequence, a_lo: int, a_hi: int, b_lo: int, b_hi:
         # rest gives the same matches, from sequences often far shorter
         # (a rewritten paragraph leaves just its blank lines).
         common = in_a & in_b
-        where_a = [i for i, x in enumerate(gap_a, a_lo) if x in common]
-        where_b = [j for j, x in enumerate(gap_b, b_lo) if x in common]
+        where_a, where_b = _places(a, a_lo, a_hi, common), _places(b, b_lo, b_hi, common)
+        in_turn = _in_turn(a, b, where_a, where_b)
+        if in_turn is not None:  # e.g. a rewritten section whose blank lines stayed put
+            return in_turn
         kept_a, kept_b = [a[i] for i in where_a], [b[j] for j in where_b]
-        if kept_a == kept_b:  # e.g. a rewritten section whose blank lines stayed put
-            return _coalesce(zip(where_a, where_b))
         kept_doubts: List[Tuple[int, int]] = []
         blocks = _gap_blocks(kept_a, kept_b, 0, len(kept_a), 0, len(kept_b), kept_doubts)
         # Compaction hides a kept hunk that can slide, yet past the dropped
@@ -1308,6 +1335,23 @@ def _gap_blocks(a: Sequence, b: Sequence, a_lo: int, a_hi: int, b_lo: int, b_hi:
         spans = _disagreements(_compacted(gap_a, gap_b, forward), _compacted(gap_a, gap_b, backward), n, m)
     doubts += [(a_lo + lo, a_lo + hi) for lo, hi in spans]
     return [(a_lo + i, b_lo + j, size) for i, j, size in forward]
+
+
+def _places(seq: Sequence, lo: int, hi: int, common: set) -> List[int]:
+    """Where in seq[lo:hi] the `common` elements are."""
+    return [i for i, x in enumerate(seq[lo:hi], lo) if x in common]
+
+
+def _in_turn(a: Sequence, b: Sequence, where_a: List[int],
+             where_b: List[int]) -> Optional[List[Tuple[int, int, int]]]:
+    """The matching blocks if the elements of a at `where_a`, the only ones
+    that can match, are those of b at `where_b` in turn; else None.
+
+    The longest matching then pairs them in turn, and no other is as long.
+    """
+    if [a[i] for i in where_a] != [b[j] for j in where_b]:
+        return None
+    return _coalesce(zip(where_a, where_b))
 
 
 def _blocks(hunks: List[Hunk], n: int, m: int) -> List[Tuple[int, int, int]]:

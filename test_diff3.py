@@ -324,7 +324,7 @@ def test_anchored_runs_follow_the_longest_chain_of_unique_lines():
             at = rng.randint(0, len(b))
             b[at:at] = block if rng.random() < 0.7 else [rng.randint(0, 60)]
         unique = {x for x in a if a.count(x) == 1 and b.count(x) == 1}
-        runs = diff3_module._anchored_runs(a, b, 0, len(a), 0, len(b))
+        runs = diff3_module._anchored_runs(a, b, 0, len(a), 0, len(b), Counter(a), Counter(b))
         i0 = j0 = covered = 0
         for i, j, size in runs:
             assert i >= i0 and j >= j0 and a[i] in unique and a[i:i + size] == b[j:j + size]
@@ -333,6 +333,32 @@ def test_anchored_runs_follow_the_longest_chain_of_unique_lines():
             i0, j0 = i + size, j + size
         # Every anchor of a longest chain, and nothing else unique, lies in a run.
         assert covered == longest_ascending([b.index(x) for x in a if x in unique])
+
+
+def rewritten(rng, base, extra_blank):
+    """Every text line of `base` replaced; with `extra_blank`, a paragraph added in the middle."""
+    side = [line if not line or line.startswith("#") else f"new {rng.random()}" for line in base]
+    if extra_blank:
+        side[len(side) // 2:len(side) // 2] = ["", "new paragraph"]
+    return side
+
+
+@pytest.mark.parametrize("extra_blank", [False, True])
+def test_rewrite_is_diffed_minimally(extra_blank):
+    # A rewrite leaves most lines on one side only.  The lines found on both
+    # sides are paired in turn where they come in turn (without the extra
+    # blank line), and by anchors and gaps where they do not.
+    rng = random.Random(4)
+    base = []
+    for section in range(30):
+        base += [f"## {section}", ""] + [f"text {section} {k}" for k in range(rng.randint(2, 8))] + [""]
+    side = rewritten(rng, base, extra_blank)
+    blocks = diff3_module._matching_blocks(base, side, [])
+    i0 = j0 = 0
+    for i, j, size in sorted(blocks):
+        assert i >= i0 and j >= j0 and base[i:i + size] == side[j:j + size]
+        i0, j0 = i + size, j + size
+    assert sum(size for *_, size in blocks) == lcs_length(base, side)
 
 
 # ----------------------------------------------------- randomized properties
