@@ -282,7 +282,7 @@ def _merge_lines(base: Sequence[str], ours: Sequence[str], theirs: Sequence[str]
     # An ours hunk whose bounds meet the reach of no change of theirs cannot
     # collide: it is merged by copying ours, and only its growth counts
     # (`apart`).  Where ours rewrote much and theirs little, that is most of them.
-    near = _near(_bounds(hunks, spans, len(base)), [(c.reach_lo, c.reach_hi) for c in changes])
+    near = _near(hunks, spans, [(c.reach_lo, c.reach_hi) for c in changes])
     apart = [(hunk[0], (hunk[3] - hunk[2]) - (hunk[1] - hunk[0])) for hunk, close in zip(hunks, near) if not close]
     changes = sorted(changes + _changes(base, ours, OURS, hunks, spans, near))
     out: List[str] = []
@@ -431,25 +431,29 @@ def _zones(a: Sequence, b: Sequence, hunks: List[Hunk]) -> List[List[int]]:
     return zones
 
 
-def _bounds(hunks: List[Hunk], spans: List[Tuple[int, int]], n: int) -> List[Tuple[int, int]]:
-    """Per hunk, a base range its reach never leaves: up to its neighbours, and over its doubt spans."""
-    starts = [lo for lo, _ in spans]
-    return [_over_spans(*_room(hunks, k, n), hunk, spans, starts) for k, hunk in enumerate(hunks)]
-
-
 def _room(hunks: List[Hunk], k: int, n: int) -> Tuple[int, int]:
     """The base range (of n lines) hunk k may slide in: it stays apart from its neighbours."""
     return hunks[k - 1][1] + 1 if k else 0, hunks[k + 1][0] - 1 if k + 1 < len(hunks) else n
 
 
-def _near(bounds: List[Tuple[int, int]], others: List[Tuple[int, int]]) -> List[bool]:
-    """Per range of `bounds`, whether it meets (or touches) one of `others`."""
+def _near(hunks: List[Hunk], spans: List[Tuple[int, int]], others: List[Tuple[int, int]]) -> List[bool]:
+    """Per hunk, whether the base range its reach never leaves meets (or
+    touches) one of `others`: the range up to its neighbours (`_room`), and
+    the doubt `spans` that meet the hunk."""
     joined = _union(others)
+    starts, ends = [hunk[0] for hunk in hunks], [hunk[1] for hunk in hunks]
+    near = [False] * len(hunks)
+    for lo, hi in joined:
+        # The hunks whose room meets lo..hi: from the last one starting at
+        # or before lo to the first one ending at or after hi.
+        first, last = max(bisect.bisect_right(starts, lo) - 1, 0), min(bisect.bisect_left(ends, hi) + 1, len(hunks))
+        near[first:last] = [True] * (last - first)
     joined_starts = [lo for lo, _ in joined]
-    near = []
-    for lo, hi in bounds:
+    for lo, hi in spans:
         k = bisect.bisect_right(joined_starts, hi) - 1
-        near.append(k >= 0 and joined[k][1] >= lo)
+        if k >= 0 and joined[k][1] >= lo:  # then so do the hunks the span meets
+            first, last = bisect.bisect_left(ends, lo), bisect.bisect_right(starts, hi)
+            near[first:last] = [True] * (last - first)
     return near
 
 
