@@ -886,8 +886,12 @@ def _no_piece_settles(texts: Sequence[Sequence[str]], near: Sequence[List[Hunk]]
     ours_hunks, theirs_hunks = ([h for h in hunks if lo <= h[0] and h[1] <= hi] for hunks in near)
     clash = any(g[0] < h[1] and h[0] < g[1] and (g[:2] != h[:2] or texts[1][g[2]:g[3]] != texts[2][h[2]:h[3]])
                 for g in ours_hunks for h in theirs_hunks)
-    if clash and not any(all(not h[0] < p < h[1] for h in ours_hunks + theirs_hunks) for p in range(lo + 1, hi)):
-        return True
+    if clash:
+        spanned = set()  # the line boundaries inside the run that a hunk spans
+        for h in ours_hunks + theirs_hunks:
+            spanned.update(range(h[0] + 1, h[1]))
+        if len(spanned) == hi - lo - 1:
+            return True
     alone = [_Readings(lo, hi, *edges[side], [_inside(texts[0], texts[1 + side], near[side], lo, hi, *edges[side])])
              for side in (OURS, THEIRS)]
     return all(piece.merged is None for piece in _pieces(texts, lo, hi, edges, alone))
@@ -1311,6 +1315,8 @@ def _gap_blocks(a: Sequence, b: Sequence, a_lo: int, a_hi: int, b_lo: int, b_hi:
     """
     gap_a, gap_b = a[a_lo:a_hi], b[b_lo:b_hi]
     in_a, in_b = set(gap_a), set(gap_b)
+    if in_a.isdisjoint(in_b):  # e.g. both sides of a conflict rewrote every line
+        return []
     if in_a != in_b:
         # An element found on one side only can never match: diffing the
         # rest gives the same matches, from sequences often far shorter
