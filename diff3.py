@@ -726,7 +726,10 @@ def _clusters(changes: List[_Change], firm) -> List[_Cluster]:
     runs: dict = {}  # by group: [lo, hi, sides, growth], as in _Cluster
     for k, change in enumerate(changes):
         a_lo, a_hi, b_lo, b_hi = change.hunk
-        run = runs.setdefault(root(k), [a_lo, a_hi, set(), [0, 0]])
+        group = root(k)
+        if group not in runs:
+            runs[group] = [a_lo, a_hi, set(), [0, 0]]
+        run = runs[group]
         if a_lo < run[0]:
             run[0] = a_lo
         if a_hi > run[1]:
@@ -1217,8 +1220,7 @@ def _rewritten_in_turn(a: Sequence, b: Sequence, a_lo: int, a_hi: int, b_lo: int
     sample = a[a_lo:a_hi:16]
     if 4 * sum(x not in count_b for x in sample) < len(sample):
         return None
-    common = count_a.keys() & count_b.keys()
-    return _in_turn(a, b, _places(a, a_lo, a_hi, common), _places(b, b_lo, b_hi, common))
+    return _in_turn(a, b, _places(a, a_lo, a_hi, count_b), _places(b, b_lo, b_hi, count_a))
 
 
 def _anchored_runs(a: Sequence, b: Sequence, a_lo: int, a_hi: int, b_lo: int, b_hi: int,
@@ -1321,8 +1323,7 @@ def _gap_blocks(a: Sequence, b: Sequence, a_lo: int, a_hi: int, b_lo: int, b_hi:
         # An element found on one side only can never match: diffing the
         # rest gives the same matches, from sequences often far shorter
         # (a rewritten paragraph leaves just its blank lines).
-        common = in_a & in_b
-        where_a, where_b = _places(a, a_lo, a_hi, common), _places(b, b_lo, b_hi, common)
+        where_a, where_b = _places(a, a_lo, a_hi, in_b), _places(b, b_lo, b_hi, in_a)
         in_turn = _in_turn(a, b, where_a, where_b)
         if in_turn is not None:  # e.g. a rewritten section whose blank lines stayed put
             return in_turn
@@ -1347,9 +1348,9 @@ def _gap_blocks(a: Sequence, b: Sequence, a_lo: int, a_hi: int, b_lo: int, b_hi:
     return [(a_lo + i, b_lo + j, size) for i, j, size in forward]
 
 
-def _places(seq: Sequence, lo: int, hi: int, common: set) -> List[int]:
-    """Where in seq[lo:hi] the `common` elements are."""
-    return [i for i, x in enumerate(seq[lo:hi], lo) if x in common]
+def _places(seq: Sequence, lo: int, hi: int, other) -> List[int]:
+    """Where in seq[lo:hi] the elements found in `other` (a set or counts) are."""
+    return [i for i, x in enumerate(seq[lo:hi], lo) if x in other]
 
 
 def _in_turn(a: Sequence, b: Sequence, where_a: List[int],
