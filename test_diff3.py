@@ -324,7 +324,7 @@ def test_anchored_runs_follow_the_longest_chain_of_unique_lines():
             at = rng.randint(0, len(b))
             b[at:at] = block if rng.random() < 0.7 else [rng.randint(0, 60)]
         unique = {x for x in a if a.count(x) == 1 and b.count(x) == 1}
-        runs = diff3_module._anchored_runs(a, b, 0, len(a), 0, len(b), Counter(a), Counter(b))
+        runs = diff3_module._anchored_runs(a, b, 0, len(a), 0, len(b), Counter(b))
         i0 = j0 = covered = 0
         for i, j, size in runs:
             assert i >= i0 and j >= j0 and a[i] in unique and a[i:i + size] == b[j:j + size]
