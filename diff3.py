@@ -279,9 +279,10 @@ def _merge_lines(base: Sequence[str], ours: Sequence[str], theirs: Sequence[str]
     spans = _departed(texts, diffs, firm, OURS, spans, read)
     theirs_spans = _departed(texts, diffs, firm, THEIRS, theirs_spans, read)
     changes = _changes(base, theirs, THEIRS, theirs_hunks, theirs_spans)
-    # An ours hunk whose bounds meet the reach of no change of theirs cannot
-    # collide: it is merged by copying ours, and only its growth counts
-    # (`apart`).  Where ours rewrote much and theirs little, that is most of them.
+    # An ours hunk whose room (up to its neighbours, and over its doubt spans)
+    # meets the reach of no change of theirs cannot collide: it is merged by
+    # copying ours, and only its growth counts (`apart`).  Where ours rewrote
+    # much and theirs little, that is most of them.
     near = _near(hunks, spans, [(c.reach_lo, c.reach_hi) for c in changes])
     apart = [(hunk[0], (hunk[3] - hunk[2]) - (hunk[1] - hunk[0])) for hunk, close in zip(hunks, near) if not close]
     changes = sorted(changes + _changes(base, ours, OURS, hunks, spans, near))
