@@ -140,6 +140,7 @@ import array
 import bisect
 import functools
 import math
+import operator
 import os
 import sys
 from collections import Counter
@@ -284,7 +285,7 @@ def _merge_lines(base: Sequence[str], ours: Sequence[str], theirs: Sequence[str]
     # copying ours, and only its growth counts (`apart`).  Where ours rewrote
     # much and theirs little, that is most of them.
     near = _near(hunks, spans, [(c.reach_lo, c.reach_hi) for c in changes])
-    apart = [(hunk[0], (hunk[3] - hunk[2]) - (hunk[1] - hunk[0])) for hunk, close in zip(hunks, near) if not close]
+    apart = list(compress(hunks, map(operator.not_, near)))
     changes = sorted(changes + _changes(base, ours, OURS, hunks, spans, near))
     out: List[str] = []
     had_conflict = False
@@ -297,7 +298,8 @@ def _merge_lines(base: Sequence[str], ours: Sequence[str], theirs: Sequence[str]
     copied = 0  # ours[:copied] is in `out` already, or was replaced there
     for cluster in _clusters(changes, firm):
         while passed < len(apart) and apart[passed][0] < cluster.lo:
-            shift_o += apart[passed][1]
+            a_lo, a_hi, b_lo, b_hi = apart[passed]
+            shift_o += (b_hi - b_lo) - (a_hi - a_lo)
             passed += 1
         o_lo, t_lo = cluster.lo + shift_o, cluster.lo + shift_t
         shift_o += cluster.growth[OURS]
