@@ -1224,6 +1224,7 @@ def _rewritten_in_turn(a: Sequence, b: Sequence, a_lo: int, a_hi: int, b_lo: int
     if 4 * sum(x not in count_b for x in sample) < len(sample):
         return None
     where_a = _places(a, a_lo, a_hi, count_b)
+    # b's elements found in a are those of a found in b: a needs no counts.
     return _in_turn(a, b, where_a, _places(b, b_lo, b_hi, set(map(a.__getitem__, where_a))))
 
 
