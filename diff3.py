@@ -547,9 +547,7 @@ def _doubts_without_blanks(base: Sequence[str], side: Sequence[str], hunks: List
     whose two searches disagree, or text lines that `hunks` (the diff with
     blank lines) pairs otherwise.
     """
-    where_a = [i for i, line in enumerate(base) if not line.isspace()]
-    where_b = [j for j, line in enumerate(side) if not line.isspace()]
-    a, b = [base[i] for i in where_a], [side[j] for j in where_b]
+    (where_a, a), (where_b, b) = _text_lines(base), _text_lines(side)
     doubts: List[Tuple[int, int]] = []
     text_hunks = _diff(a, b, doubts)
     doubts += _slides(a, b, text_hunks)
@@ -557,6 +555,12 @@ def _doubts_without_blanks(base: Sequence[str], side: Sequence[str], hunks: List
                              _text_pairs(hunks, base, side, where_a, where_b), len(a), len(b))
     where_a.append(len(base))  # each as wide as the blank lines around it allow
     return [(where_a[lo - 1] + 1 if lo else 0, where_a[hi]) for lo, hi in doubts]
+
+
+def _text_lines(lines: Sequence[str]) -> Tuple[List[int], List[str]]:
+    """Where the lines that are not blank are, and those lines."""
+    where = [i for i, line in enumerate(lines) if not line.isspace()]
+    return where, [lines[i] for i in where]
 
 
 def _slides(a: Sequence, b: Sequence, hunks: List[Hunk]) -> List[Tuple[int, int]]:
@@ -1078,10 +1082,9 @@ def _cheapest_pairs(a: Sequence[str], b: Sequence[str], backward: bool,
     with ties going to deletions first, and to insertions first."""
     if not text_first:
         return _cost_pairs(a, b, backward)
-    where_a = [i for i, line in enumerate(a) if not line.isspace()]
-    where_b = [j for j, line in enumerate(b) if not line.isspace()]
+    (where_a, text_a), (where_b, text_b) = _text_lines(a), _text_lines(b)
     found = []
-    for tie, text_pairs in enumerate(_cost_pairs([a[i] for i in where_a], [b[j] for j in where_b], backward)):
+    for tie, text_pairs in enumerate(_cost_pairs(text_a, text_b, backward)):
         pairs = []
         i0 = j0 = 0  # where the gap before the next pair of text lines starts
         for i, j in [(where_a[x], where_b[y]) for x, y in text_pairs] + [(len(a), len(b))]:
