@@ -65,6 +65,7 @@ import contextlib
 import hashlib
 import ipaddress
 import os
+import random
 import re
 import ssl
 import sys
@@ -72,7 +73,8 @@ import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, fields
-from typing import Dict, NamedTuple, Optional, Sequence, Union
+from http.client import RemoteDisconnected
+from typing import Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 from urllib.parse import quote, urlsplit
 
 import requests
@@ -132,6 +134,8 @@ _READS = ("FETCH", "LIST", "VERSIONS")  # verbs safe to send again
 # while it arrives, never held whole.
 MAX_RESPONSE_BYTES = 24 * 1024 * 1024
 _CACHED_VERSIONS = 64  # immutable versions kept per client
+REFUSED_TRIES = 8  # sends of a request the server keeps refusing unhandled, within the deadline
+_LOOK_AHEAD = 16  # versions after expected-version searched for a write whose answer was lost
 
 
 class MarkResponse(NamedTuple):
@@ -171,6 +175,7 @@ class PublishResult:
     mergeable: Optional[bool] = None
     reason: Optional[str] = None
     retries: Optional[int] = None
+    repaired: Optional[int] = None
     body: Optional[str] = None
 
     def to_text(self) -> str:
@@ -288,35 +293,32 @@ class MarkClient:
                 metadata: Optional[Dict[str, str]] = None) -> MarkResponse:
         """PUBLISH `body`; `expected_version` guards against overwriting newer writes.
 
-        If the answer is lost after the request went out, version
-        `expected_version + 1` is read back: when it is this body, the
-        publish landed and "created" is returned; otherwise MarkError says
-        the write may have landed.
+        When the outcome is unknown (the answer was lost after the request
+        went out, or `server-error`, which the real server can answer after
+        storing the version), the versions after `expected_version` are
+        read back.  This body as version expected + 1 is "created"; stored
+        later, over versions in between, it is the "conflict" the real
+        server answers for such a stale write (`server-version` names it).
+        Not found: a lost answer raises MarkError saying the write may have
+        landed, a server-error is returned as it came.
         """
         sent = dict(metadata or {})
         if expected_version is not None:
             _check_int("expected_version", expected_version, minimum=0)
             sent["expected-version"] = str(expected_version)
-        try:
-            return self.request("PUBLISH", path, sent, body)
-        except _AnswerLost as lost:
-            return self._landed(lost, path, expected_version, lambda old: {body},
-                                dict(metadata or {}))
+        return self._write("PUBLISH", path, sent, body, expected_version, metadata, lambda version: body)
 
     def append(self, path: str, text: str, expected_version: int,
                metadata: Optional[Dict[str, str]] = None) -> MarkResponse:
         """APPEND `text` after the current version, which must be `expected_version`.
 
-        A lost answer is checked like a publish's: is version
-        `expected_version + 1` the previous one with `text` appended?
+        An unknown outcome is looked for as a publish's is: a version after
+        `expected_version` that is the one before it with `text` appended.
         """
         _check_int("expected_version", expected_version, minimum=1)
         sent = {**(metadata or {}), "expected-version": str(expected_version)}
-        try:
-            return self.request("APPEND", path, sent, text)
-        except _AnswerLost as lost:
-            return self._landed(lost, path, expected_version, lambda old: {_appended(old, text)},
-                                dict(metadata or {}))
+        return self._write("APPEND", path, sent, text, expected_version, metadata,
+                           lambda version: _appended(_body(self, path, version - 1), text))
 
     def versions(self, path: str) -> MarkResponse:
         """VERSIONS: `total`, `current` and `chain-valid` of a document."""
@@ -326,9 +328,19 @@ class MarkClient:
                 body: str = "") -> MarkResponse:
         """Send any Mark request; the token is added as `auth` metadata.
 
-        `timeout` is the deadline for the whole exchange.  Redirects are
-        never followed: any answer but HTTP 200 is a transport failure.
+        `timeout` is the deadline for the whole call.  A request the server
+        refuses unhandled (an empty answer: the real server's rate limit;
+        HTTP 429 or 503) is sent again after a jittered, growing pause, at
+        most REFUSED_TRIES times in all and never past the deadline; then
+        MarkError("refused").  Redirects are never followed: any other
+        answer but HTTP 200 is a transport failure.
         """
+        return self._send(verb, path, metadata, body)
+
+    def _send(self, verb: str, path: str, metadata: Optional[Dict[str, str]], body: str,
+              stored: Optional[Callable[[], Optional[MarkResponse]]] = None) -> MarkResponse:
+        """`request`; `stored()` says where a write went when an HTTP connection closed
+        unanswered (a refusal, or a server that broke after storing it): None sends it again."""
         if not isinstance(verb, str) or not (verb.isascii() and verb.isalpha()):
             raise ValueError(f"verb must be a word of ASCII letters, such as FETCH, not {verb!r}")
         _check_path(path)
@@ -341,25 +353,50 @@ class MarkClient:
             # metadata, or when the body would otherwise be read as one.
             block = write_frontmatter(metadata) if metadata or body.startswith("---") else ""
             doing = f"{verb} {self.base_url}{path}"
-            data = self._link.exchange(f"{verb} {path}\n{block}{body}".encode("utf-8"), doing, self.timeout,
-                                       retry=verb in _READS)
+            payload = f"{verb} {path}\n{block}{body}".encode("utf-8")
         else:
             block = write_frontmatter(metadata) if (metadata or body) else ""  # the binding's rule
             url = self.base_url + quote(path, safe="/")
             doing = f"{verb} {url}"
-            data = self._exchange(verb, url, (block + body).encode("utf-8"))
+            payload = (block + body).encode("utf-8")
+        deadline = time.monotonic() + self.timeout
+        for tries in range(1, REFUSED_TRIES + 1):
+            try:
+                if self._link:
+                    data, whole = self._link.exchange(payload, doing, deadline - time.monotonic(),
+                                                      retry=verb in _READS), True
+                else:
+                    data, whole = self._exchange(verb, url, payload, deadline)
+                break
+            except _Refused as refused:
+                if refused.after_sending and stored is not None:
+                    found = stored()
+                    if found is not None:
+                        return found
+                pause = refused.retry_after if refused.retry_after is not None else _backoff(tries)
+                if (tries == REFUSED_TRIES or time.monotonic() + pause >= deadline) and refused.after_sending:
+                    raise _AnswerLost("transport", f"{doing}: the connection closed without an answer, "
+                                                   f"{tries} times") from None
+                if tries == REFUSED_TRIES or time.monotonic() + pause >= deadline:
+                    raise MarkError("refused", f"{doing}: the server refused the request {tries} times "
+                                               "without handling it (over its rate limit?); try again later") from None
+                time.sleep(pause)
         try:
             metadata, body = read_frontmatter(data.decode("utf-8"))
             status = metadata.pop("status")
         except (UnicodeDecodeError, ValueError, KeyError):
             raise _AnswerLost("transport", f"{doing}: the answer is not a Mark response") from None
         digest = metadata.get("content-hash")
+        if digest is None and not whole:
+            raise _AnswerLost("transport", f"{doing}: the answer had no length and no content-hash, "
+                                           "so whether it came whole is unknown")
         if digest is not None and digest != "sha256-" + hashlib.sha256(body.encode("utf-8")).hexdigest():
             raise MarkError("transport", f"{doing}: the body does not match its content-hash")
         return MarkResponse(status, metadata, body)
 
-    def _exchange(self, verb: str, url: str, data: bytes) -> bytes:
-        """One HTTP exchange, by the deadline: the body of its HTTP 200 answer.
+    def _exchange(self, verb: str, url: str, data: bytes, deadline: float) -> Tuple[bytes, bool]:
+        """One HTTP exchange, by the deadline: the body of its HTTP 200 answer, and
+        whether its length was known (else it ended when the connection did).
 
         The exchange runs on a worker thread so that the caller stops waiting
         at the deadline even while a server trickles its status line and
@@ -368,22 +405,25 @@ class MarkClient:
         client goes on with a new one (a session passed in is kept).
         """
         doing = f"{verb} {url}"
-        deadline = time.monotonic() + self.timeout
         session = self._session
         outcome: list = []
 
         def exchange() -> None:
             try:
                 http = session.request(
-                    verb, url, data=data, timeout=self.timeout, allow_redirects=False, stream=True,
+                    verb, url, data=data, timeout=max(0.001, deadline - time.monotonic()),
+                    allow_redirects=False, stream=True,
                     headers={"Content-Type": "text/markdown; charset=utf-8", "Accept-Encoding": "identity"},
                 )
                 with http:
                     outcome.append(_read_answer(http, doing, deadline))
             except requests.RequestException as error:
                 failure = f"{doing} failed: {type(error).__name__}"
-                outcome.append((MarkError if _never_sent(error) else _AnswerLost)("transport", failure))
-            except MarkError as error:
+                if _closed_unanswered(error):
+                    outcome.append(_Refused(after_sending=True))
+                else:
+                    outcome.append((MarkError if _never_sent(error) else _AnswerLost)("transport", failure))
+            except (MarkError, _Refused) as error:
                 outcome.append(error)
 
         worker = threading.Thread(target=exchange, name="mark-exchange", daemon=True)
@@ -393,28 +433,93 @@ class MarkClient:
             if self._own_session:
                 self._session = self._new_session()
             raise _AnswerLost("transport", f"{doing}: no whole answer within the timeout")
-        if isinstance(outcome[0], MarkError):
+        if isinstance(outcome[0], Exception):
             raise outcome[0]
         return outcome[0]
 
-    def _landed(self, lost: "_AnswerLost", path: str, expected_version: Optional[int],
-                bodies, metadata: Dict[str, str]) -> MarkResponse:
-        """After a lost answer: "created" if version expected + 1 holds one of
-        `bodies(previous body)` with `metadata`, else MarkError."""
-        may_have = MarkError("transport", f"{lost.message}; the write may have landed: "
-                                          f"fetch {path} before retrying")
-        if expected_version is None:
-            raise may_have from None
+    def _write(self, verb: str, path: str, sent: Dict[str, str], body: str, expected_version: Optional[int],
+               metadata: Optional[Dict[str, str]], stored_as: Callable[[int], str]) -> MarkResponse:
+        """A PUBLISH or APPEND whose answer is checked, or looked for when unknown.
+
+        `stored_as(version)` is the body the write makes when stored as `version`.
+        """
+        def stored() -> Optional[MarkResponse]:
+            if expected_version is None:
+                return None
+            try:
+                return self._stored(path, expected_version, stored_as, dict(metadata or {}))
+            except MarkError:
+                return None
+
         try:
-            old = self.fetch(path, version=expected_version).body if expected_version else ""
-            new = self.fetch(path, version=expected_version + 1)
-        except MarkError:
-            raise may_have from None
-        if new.status != "ok" or new.body not in bodies(old) or any(
-                new.metadata.get(key, value) != value for key, value in metadata.items()):
-            raise may_have from None
-        return MarkResponse("created", {"version": str(expected_version + 1),
-                                        "modified": new.metadata.get("modified", "")}, "")
+            response = self._send(verb, path, sent, body, stored)
+        except _AnswerLost as lost:
+            found = stored()
+            if found is None:
+                raise _may_have_landed(lost.message, path) from None
+            return found
+        if response.status == "server-error":
+            return stored() or response
+        if response.status in ("ok", "created") and expected_version is not None:
+            version = _int_field(response, "version")
+            landed = (expected_version + 1,) if response.status == "created" else (expected_version,
+                                                                                  expected_version + 1)
+            if version not in landed:
+                raise _may_have_landed(f"{verb} {path}: the server answered {response.status} as version "
+                                       f"{version} to a write at expected-version {expected_version}", path)
+        return response
+
+    def _stored(self, path: str, expected_version: int, stored_as: Callable[[int], str],
+                metadata: Dict[str, str]) -> Optional[MarkResponse]:
+        """Where a write at `expected_version` was stored, as the server would have answered it.
+
+        "created" when it is version expected + 1; "conflict" naming the
+        version when it was stored later, over versions between (the real
+        server's stale write); None when no version up to the current one,
+        and at most _LOOK_AHEAD of them, holds it.
+        """
+        versions = self.versions(path)
+        if versions.status != "ok":
+            return None
+        last = min(_int_field(versions, "current"), expected_version + _LOOK_AHEAD)
+        for version in range(expected_version + 1, last + 1):
+            stored = self.fetch(path, version=version)
+            if stored.status == "ok" and stored.body == stored_as(version) and all(
+                    stored.metadata.get(key, value) == value for key, value in metadata.items()):
+                if version == expected_version + 1:
+                    return MarkResponse("created", {"version": str(version),
+                                                    "modified": stored.metadata.get("modified", "")}, "")
+                return MarkResponse("conflict", {"server-version": str(version),
+                                                 "your-version": str(expected_version)}, "")
+        return None
+
+
+def _may_have_landed(why: str, path: str) -> MarkError:
+    return MarkError("transport", f"{why}; the write may have landed: fetch {path} before retrying")
+
+
+class _Refused(Exception):
+    """The server refused a request without handling it; `retry_after`: seconds it asked for.
+
+    `after_sending`: the connection closed without a byte of answer, which
+    a server that broke after handling the request does too.
+    """
+
+    def __init__(self, retry_after: Optional[float] = None, after_sending: bool = False):
+        super().__init__("refused")
+        self.retry_after, self.after_sending = retry_after, after_sending
+
+
+def _backoff(tries: int) -> float:
+    """The pause before sending a refused request again: about 0.1 s, doubling, jittered, at most 2 s."""
+    return min(2.0, 0.1 * 2 ** (tries - 1)) * random.uniform(0.5, 1.5)
+
+
+def _closed_unanswered(error: requests.RequestException) -> bool:
+    """Whether the server ended the connection without a byte of answer: refused, not handled."""
+    reason = error.args[0] if error.args else None
+    return isinstance(reason, urllib3_exceptions.ProtocolError) and any(
+        isinstance(arg, RemoteDisconnected) for arg in reason.args)
 
 
 class _AnswerLost(MarkError):
@@ -429,8 +534,12 @@ def _never_sent(error: requests.RequestException) -> bool:
     return isinstance(error, requests.ConnectionError) and isinstance(reason, urllib3_exceptions.NewConnectionError)
 
 
-def _read_answer(http: requests.Response, doing: str, deadline: float) -> bytes:
-    """The body of an HTTP 200 answer, read by the deadline, within MAX_RESPONSE_BYTES."""
+def _read_answer(http: requests.Response, doing: str, deadline: float) -> Tuple[bytes, bool]:
+    """The body of an HTTP 200 answer, read by the deadline, within MAX_RESPONSE_BYTES,
+    and whether it came with its length (Content-Length or chunks)."""
+    if http.status_code in (429, 503):
+        after = http.headers.get("Retry-After", "")
+        raise _Refused(float(after) if _is_digits(after) and len(after) < 6 else None)
     if http.status_code != 200:
         raise _AnswerLost("transport", f"HTTP {http.status_code} from {doing}: not a Mark server? "
                                        "(redirects are not followed)")
@@ -461,7 +570,8 @@ def _read_answer(http: requests.Response, doing: str, deadline: float) -> bytes:
         raise _AnswerLost("transport", f"{doing}: the answer was cut off ({type(error).__name__})") from None
     if announced is not None and size != int(announced):
         raise _AnswerLost("transport", f"{doing}: the answer was cut off ({size} of {announced} bytes)")
-    return b"".join(chunks)
+    chunked = "chunked" in http.headers.get("Transfer-Encoding", "").lower()
+    return b"".join(chunks), announced is not None or chunked
 
 
 class _QuicLink:
@@ -521,7 +631,10 @@ class _QuicLink:
         self._loop.close()
 
     def exchange(self, request: bytes, doing: str, timeout: float, retry: bool) -> bytes:
-        """The whole answer to `request`, by `timeout`; `retry`: safe to send twice."""
+        """The whole answer to `request`, by `timeout`; `retry`: safe to send twice.
+
+        Raises _Refused for an empty answer: the stream ended without a byte.
+        """
         if self._stopped:
             raise MarkError("transport", f"{doing}: this client is closed")
         sent: list = []
@@ -550,6 +663,11 @@ class _QuicLink:
             stream = writer.get_extra_info("stream_id")
             if stream in protocol.ended:
                 protocol.ended.discard(stream)
+                if not chunks:
+                    # Refused unread (the real server's rate limit), and the real
+                    # server never frees such a stream's slot: a new connection.
+                    self._drop()
+                    raise _Refused()
                 return b"".join(chunks)
             # The stream ended because the connection did: the answer is not whole.
             self._drop()
@@ -614,30 +732,54 @@ def mark_publish(
 ) -> PublishResult:
     """PUBLISH `body`, edited from `expected_version`; on a lost race, as `on_conflict` says.
 
-    "fail" returns the conflict; "merge" merges and publishes the merge
-    (`merge_and_publish`); "candidate" merges and publishes nothing, for
-    the caller to read the merge first (`merge_candidate`).  Raises
-    `MarkError` for any Mark error status and for transport failures.
+    "fail" returns the conflict; "merge" merges and publishes the merge;
+    "candidate" merges and publishes nothing, for the caller to read the
+    merge first (see `after_conflict`).  Raises `MarkError` for any Mark
+    error status and for transport failures.
     """
-    _check_publish(path, body, expected_version, max_retries)
-    if on_conflict not in ("fail", "merge", "candidate"):
-        raise ValueError(f'on_conflict must be "fail", "merge" or "candidate", not {on_conflict!r}')
+    _check_publish(path, body, expected_version, max_retries, on_conflict)
     response = client.publish(path, body, expected_version, metadata)
     if response.status in ("ok", "created"):
         return PublishResult("ok", version=_int_field(response, "version"), merged=False)
     if response.status != "conflict":
         raise MarkError.from_response(response, f"PUBLISH {path}")
+    return after_conflict(client, path, body, expected_version, response, on_conflict, max_retries, metadata)
+
+
+def after_conflict(
+    client: MarkClient,
+    path: str,
+    body: str,
+    expected_version: int,
+    conflict: MarkResponse,
+    on_conflict: str = "fail",
+    max_retries: int = 3,
+    metadata: Optional[Dict[str, str]] = None,
+) -> PublishResult:
+    """What `mark_publish` does once the PUBLISH of `body` at `expected_version` answered `conflict`.
+
+    The version the conflict names is read by number.  When it holds this
+    very body, the server stored the write after all: as expected + 1 it
+    is a retry of a publish that landed (`status: ok`); later, it was
+    stored over the versions in between (the real server's stale write),
+    and the version just before it is restored before anything else (see
+    `_repair`).  Then "merge" runs the merge loop, "candidate" merges once
+    and publishes nothing, "fail" answers the conflict.
+    """
+    _check_publish(path, body, expected_version, max_retries, on_conflict)
+    current = _int_field(conflict, "server-version")
+    mine = _Sent(body, expected_version)
+    if on_conflict == "merge":
+        return _merge(client, path, body, expected_version, current, mine, max_retries, metadata)
+    repairs: List[int] = []
+    if current and _body(client, path, current) == body:
+        if current == expected_version + 1:
+            return PublishResult("ok", version=current, merged=False)
+        current = _repair(client, path, mine, current, max_retries, metadata, repairs, keep=False).version
     if on_conflict == "fail":
-        # A retry of a publish that landed conflicts with itself: the
-        # current version is then this very body, and nothing is left to do.
-        latest = client.fetch(path)
-        if latest.status == "ok" and latest.body == body:
-            return PublishResult("ok", version=_int_field(latest, "version"), merged=False)
-        return PublishResult("conflict", your_version=expected_version,
-                             current_version=_int_field(response, "server-version"))
-    if on_conflict == "candidate":
-        return merge_candidate(client, path, body, expected_version)
-    return merge_and_publish(client, path, body, expected_version, max_retries, metadata)
+        return PublishResult("conflict", your_version=expected_version, current_version=current,
+                             repaired=_first(repairs))
+    return _candidate(client, path, body, expected_version, current, repairs)
 
 
 def merge_and_publish(
@@ -655,29 +797,9 @@ def merge_and_publish(
     the document and redo the edit.
     """
     _check_publish(path, body, expected_version, max_retries)
-    base = _base(client, path, expected_version)
-    if base is None:
-        return _base_unavailable(client, path, expected_version)
-    current_version = None
-    for _ in range(max_retries):
-        latest = _latest(client, path)
-        their_version = _int_field(latest, "version")
-        if latest.body == body:  # already there: a retry of a publish that landed
-            return PublishResult("ok", version=their_version, merged=False)
-        merged, had_conflict = diff3(base, body, latest.body)
-        if had_conflict:
-            return PublishResult("conflict", your_version=expected_version,
-                                 current_version=their_version, mergeable=False, body=merged)
-        response = client.publish(path, merged, their_version, metadata)
-        if response.status in ("ok", "created"):
-            return PublishResult("ok", version=_int_field(response, "version"), merged=True,
-                                 base_version=expected_version, their_version=their_version,
-                                 body=merged)
-        if response.status != "conflict":
-            raise MarkError.from_response(response, f"PUBLISH {path}")
-        current_version = _int_field(response, "server-version")
-    return PublishResult("conflict", your_version=expected_version, current_version=current_version,
-                         mergeable=False, reason="contention", retries=max_retries)
+    current = _current_version(client, path)
+    return _merge(client, path, body, expected_version, current, _Sent(body, expected_version),
+                  max_retries, metadata)
 
 
 def merge_candidate(client: MarkClient, path: str, body: str, expected_version: int) -> PublishResult:
@@ -689,16 +811,125 @@ def merge_candidate(client: MarkClient, path: str, body: str, expected_version: 
     `merge_and_publish` gives when there is nothing to merge.
     """
     _check_publish(path, body, expected_version, 1)
+    current = _current_version(client, path)
+    if _body(client, path, current) == body and current == expected_version + 1:
+        return PublishResult("ok", version=current, merged=False)
+    return _candidate(client, path, body, expected_version, current, [])
+
+
+# ------------------------------------------------------------ the merge loop
+
+class _Sent(NamedTuple):
+    """A body this call published, and the version it published it against."""
+    text: str
+    against: int
+
+
+class _Outcome(NamedTuple):
+    """How `_publish_change` ended: "ok" (`text` is version `version`, merged onto
+    `their_version`), "overlap" (`text` has markers; `version` is the latest seen)
+    or "contention" (`version` is the latest seen)."""
+    kind: str
+    version: int
+    text: str = ""
+    their_version: int = 0
+
+
+def _merge(client: MarkClient, path: str, body: str, expected_version: int, current: int, mine: _Sent,
+           max_retries: int, metadata: Optional[Dict[str, str]]) -> PublishResult:
+    """The merge loop, for `mark_publish(..., on_conflict="merge")` and `merge_and_publish`."""
     base = _base(client, path, expected_version)
     if base is None:
         return _base_unavailable(client, path, expected_version)
-    latest = _latest(client, path)
-    their_version = _int_field(latest, "version")
-    if latest.body == body:
-        return PublishResult("ok", version=their_version, merged=False)
-    merged, had_conflict = diff3(base, body, latest.body)
-    return PublishResult("merge-candidate", your_version=expected_version, current_version=their_version,
-                         publish_at_version=their_version, has_markers=had_conflict, body=merged)
+    repairs: List[int] = []
+    outcome = _publish_change(client, path, base, body, current, mine, max_retries, metadata, repairs)
+    if outcome.kind == "ok" and outcome.text == body and not repairs:
+        return PublishResult("ok", version=outcome.version, merged=False)
+    if outcome.kind == "ok":
+        return PublishResult("ok", version=outcome.version, merged=True, base_version=expected_version,
+                             their_version=outcome.their_version, repaired=_first(repairs), body=outcome.text)
+    if outcome.kind == "overlap":
+        return PublishResult("conflict", your_version=expected_version, current_version=outcome.version,
+                             mergeable=False, repaired=_first(repairs), body=outcome.text)
+    return PublishResult("conflict", your_version=expected_version, current_version=outcome.version,
+                         mergeable=False, reason="contention", retries=max_retries, repaired=_first(repairs))
+
+
+def _publish_change(client: MarkClient, path: str, base: str, ours: str, current: int, sent: Optional[_Sent],
+                    tries: int, metadata: Optional[Dict[str, str]], repairs: List[int]) -> _Outcome:
+    """Publish the change from `base` to `ours` onto the latest version: at most `tries` PUBLISHes.
+
+    Each round reads the latest version by number (`current`, then the one
+    each conflict names), merges `diff3(base, ours, theirs)` and publishes
+    a clean merge against it.  When the latest version is `sent`, what
+    this call published last, the server stored it after answering
+    conflict or losing the answer: as `sent.against + 1` it landed; later,
+    it went over versions in between, which `_repair` restores first.
+    """
+    published = 0
+    while True:
+        theirs = _body(client, path, current)
+        if sent is not None and theirs == sent.text:
+            if current == sent.against + 1:
+                return _Outcome("ok", current, theirs, sent.against)
+            repair = _repair(client, path, sent, current, tries, metadata, repairs, keep=True)
+            if repair.kind == "ok":  # the overwritten version merged back in, ours kept
+                return repair
+            current, theirs, sent = repair.version, _body(client, path, repair.version), None
+        if published == tries:
+            return _Outcome("contention", current)
+        merged, overlap = diff3(base, ours, theirs)
+        if overlap:
+            return _Outcome("overlap", current, merged)
+        response = client.publish(path, merged, current, metadata)
+        published += 1
+        if response.status in ("ok", "created"):
+            return _Outcome("ok", _int_field(response, "version"), merged, current)
+        if response.status != "conflict":
+            raise MarkError.from_response(response, f"PUBLISH {path}")
+        sent, current = _Sent(merged, current), _int_field(response, "server-version")
+
+
+def _repair(client: MarkClient, path: str, sent: _Sent, stored: int, tries: int,
+            metadata: Optional[Dict[str, str]], repairs: List[int], keep: bool) -> _Outcome:
+    """Restore version `stored - 1`, which the server overwrote with `sent` (stored as `stored`).
+
+    The real server can store a write made against version N as N+2 or
+    later, over another writer's N+1, and answer it `conflict`: N+1's
+    edits are then gone from the current document, though its writer was
+    told they landed.  With `keep`, they are merged back in, keeping ours:
+    the change from version `sent.against` to N+1 is published onto the
+    latest version ("ok").  Without `keep`, or where that overlaps, ours is
+    undone instead: the change from `sent` back to N+1 ("undone"; for the
+    latest still `stored`, that is N+1's body again).  MarkError when
+    neither lands: a person must restore N+1.
+    """
+    lost = stored - 1
+    repairs.append(lost)
+    restored = _body(client, path, lost)
+    if keep:
+        merged_back = _publish_change(client, path, _body(client, path, sent.against), restored, stored, None,
+                                      tries, metadata, repairs)
+        if merged_back.kind == "ok":
+            return merged_back._replace(their_version=lost)
+        stored = merged_back.version
+    undone = _publish_change(client, path, sent.text, restored, stored, None, tries, metadata, repairs)
+    if undone.kind != "ok":
+        raise MarkError("overwritten", f"{path}: the server stored a write of ours over version {lost} "
+                                       f"and restoring it failed ({undone.kind}); publish {path}/v{lost} "
+                                       "again by hand", {"lost-version": str(lost)})
+    return undone._replace(kind="undone")
+
+
+def _candidate(client: MarkClient, path: str, body: str, expected_version: int, current: int,
+               repairs: List[int]) -> PublishResult:
+    base = _base(client, path, expected_version)
+    if base is None:
+        return _base_unavailable(client, path, expected_version)
+    merged, had_conflict = diff3(base, body, _body(client, path, current))
+    return PublishResult("merge-candidate", your_version=expected_version, current_version=current,
+                         publish_at_version=current, has_markers=had_conflict, repaired=_first(repairs),
+                         body=merged)
 
 
 def _base(client: MarkClient, path: str, expected_version: int) -> Optional[str]:
@@ -714,16 +945,31 @@ def _base(client: MarkClient, path: str, expected_version: int) -> Optional[str]
 
 
 def _base_unavailable(client: MarkClient, path: str, expected_version: int) -> PublishResult:
-    return PublishResult("conflict", your_version=expected_version,
-                         current_version=_int_field(_latest(client, path), "version"), mergeable=False,
-                         reason="base-unavailable")
+    return PublishResult("conflict", your_version=expected_version, current_version=_current_version(client, path),
+                         mergeable=False, reason="base-unavailable")
 
 
-def _latest(client: MarkClient, path: str) -> MarkResponse:
+def _body(client: MarkClient, path: str, version: int) -> str:
+    """The body of `version` ("" for version 0), read by number: always that version's own body."""
+    if not version:
+        return ""
+    response = client.fetch(path, version=version)
+    if response.status != "ok":
+        raise MarkError.from_response(response, f"FETCH {path}/v{version}")
+    return response.body
+
+
+def _current_version(client: MarkClient, path: str) -> int:
+    """The newest version's number.  Only the number: the real server can pair it with an
+    older version's body (its current link lags its newest file), so bodies are read by number."""
     latest = client.fetch(path)
     if latest.status != "ok":
         raise MarkError.from_response(latest, f"FETCH {path}")
-    return latest
+    return _int_field(latest, "version")
+
+
+def _first(repairs: List[int]) -> Optional[int]:
+    return repairs[0] if repairs else None
 
 
 def mark_append(client: MarkClient, path: str, body: str,
@@ -920,18 +1166,21 @@ def _check_body(body) -> None:
         raise TypeError(f"body must be str, not {type(body).__name__}")
 
 
-def _check_publish(path, body, expected_version, max_retries) -> None:
+def _check_publish(path, body, expected_version, max_retries, on_conflict="fail") -> None:
     _check_path(path)
     _check_body(body)
     _check_int("expected_version", expected_version, minimum=0)
     _check_int("max_retries", max_retries, minimum=1)
+    if on_conflict not in ("fail", "merge", "candidate"):
+        raise ValueError(f'on_conflict must be "fail", "merge" or "candidate", not {on_conflict!r}')
 
 
 def _int_field(response: MarkResponse, key: str) -> int:
     """A version number from the response's metadata; MarkError if it is not one."""
     value = response.metadata.get(key, "")
-    if not _is_digits(value):
-        raise MarkError("transport", f"Mark response {response.status!r} lacks a version number {key!r}",
+    if not _is_digits(value) or len(value) > 18:
+        raise MarkError("transport", f"Mark response {response.status!r} has no version number {key!r} "
+                                     "(ASCII digits, at most 18)",
                         response.metadata)
     return int(value)
 

@@ -44,7 +44,7 @@ def client():
 
 
 def add(server, verb, path, body):
-    server.add(verb, URL + path, body=body)
+    server.add(verb, URL + path, body=body, auto_calculate_content_length=True)
 
 
 def sent(server):
@@ -61,12 +61,12 @@ def sent(server):
 def test_clean_merge_request_sequence_and_shape(server, client):
     add(server, "PUBLISH", "/p", conflict(5, 6))
     add(server, "FETCH", "/p/v5", mark("ok", BASE, version=5, current_version=6))
-    add(server, "FETCH", "/p", mark("ok", THEIRS, version=6))
+    add(server, "FETCH", "/p/v6", mark("ok", THEIRS, version=6))
     add(server, "PUBLISH", "/p", mark("created", version=7))
     res = mark_publish(client, "/p", OURS, expected_version=5, on_conflict="merge")
     calls = sent(server)
     assert [(v, p, m.get("expected-version")) for v, p, m, _ in calls] == [
-        ("PUBLISH", "/p", "5"), ("FETCH", "/p/v5", None), ("FETCH", "/p", None), ("PUBLISH", "/p", "6")]
+        ("PUBLISH", "/p", "5"), ("FETCH", "/p/v5", None), ("FETCH", "/p/v6", None), ("PUBLISH", "/p", "6")]
     assert len(calls) == 4
     assert calls[3][3] == MERGED and calls[3][2]["auth"] == TOKEN
     assert res == PublishResult("ok", version=7, merged=True, base_version=5, their_version=6, body=MERGED)
@@ -78,13 +78,13 @@ def test_success_on_second_try_does_not_refetch_base(server, client):
     later = THEIRS.replace("Middle.", "Middle, third.")
     add(server, "PUBLISH", "/p", conflict(5, 6))
     add(server, "FETCH", "/p/v5", mark("ok", BASE, version=5, current_version=6))
-    add(server, "FETCH", "/p", mark("ok", THEIRS, version=6))
+    add(server, "FETCH", "/p/v6", mark("ok", THEIRS, version=6))
     add(server, "PUBLISH", "/p", conflict(6, 7))
-    add(server, "FETCH", "/p", mark("ok", later, version=7))
+    add(server, "FETCH", "/p/v7", mark("ok", later, version=7))
     add(server, "PUBLISH", "/p", mark("created", version=8))
     res = mark_publish(client, "/p", OURS, 5, on_conflict="merge")
     calls = sent(server)
-    assert [(v, p) for v, p, _, _ in calls[4:]] == [("FETCH", "/p"), ("PUBLISH", "/p")]
+    assert [(v, p) for v, p, _, _ in calls[4:]] == [("FETCH", "/p/v7"), ("PUBLISH", "/p")]
     assert calls[-1][2]["expected-version"] == "7"
     assert calls[-1][3] == MERGED.replace("Middle.", "Middle, third.")
     assert (res.status, res.version, res.their_version, res.base_version) == ("ok", 8, 7, 5)
@@ -94,10 +94,12 @@ def test_retry_exhaustion_reports_contention(server, client):
     add(server, "PUBLISH", "/p", conflict(5, 6))
     add(server, "FETCH", "/p/v5", mark("ok", BASE, version=5, current_version=6))
     for n in (6, 7, 8):
-        add(server, "FETCH", "/p", mark("ok", THEIRS, version=n))
+        add(server, "FETCH", f"/p/v{n}", mark("ok", THEIRS + "x" * n, version=n))
         add(server, "PUBLISH", "/p", conflict(n, n + 1))
+    # A last look at the version the last conflict names: is it our merge, stored after all?
+    add(server, "FETCH", "/p/v9", mark("ok", THEIRS, version=9))
     res = mark_publish(client, "/p", OURS, 5, on_conflict="merge", max_retries=3)
-    assert len(server.calls) == 8
+    assert len(server.calls) == 9
     assert res.body is None
     assert res.to_text() == ("status: conflict\nyour-version: 5\ncurrent-version: 9\n"
                              "mergeable: false\nreason: contention\nretries: 3\n")
@@ -106,7 +108,7 @@ def test_retry_exhaustion_reports_contention(server, client):
 def test_overlap_returns_markers_and_publishes_nothing(server, client):
     add(server, "PUBLISH", "/p", conflict(5, 6))
     add(server, "FETCH", "/p/v5", mark("ok", BASE, version=5, current_version=6))
-    add(server, "FETCH", "/p", mark("ok", BASE.replace("Intro.", "Intro, theirs."), version=6))
+    add(server, "FETCH", "/p/v6", mark("ok", BASE.replace("Intro.", "Intro, theirs."), version=6))
     res = mark_publish(client, "/p", OURS, 5, on_conflict="merge")
     assert [c[0] for c in sent(server)] == ["PUBLISH", "FETCH", "FETCH"]
     assert (res.status, res.your_version, res.current_version, res.mergeable) == ("conflict", 5, 6, False)
@@ -117,17 +119,17 @@ def test_overlap_returns_markers_and_publishes_nothing(server, client):
 
 def test_expected_version_zero_against_existing_document(server, client):
     add(server, "PUBLISH", "/p", conflict(0, 3))
-    add(server, "FETCH", "/p", mark("ok", THEIRS, version=3))
+    add(server, "FETCH", "/p/v3", mark("ok", THEIRS, version=3))
     res = mark_publish(client, "/p", OURS, 0, on_conflict="merge")
-    assert [(c[0], c[1]) for c in sent(server)] == [("PUBLISH", "/p"), ("FETCH", "/p")]
+    assert [(c[0], c[1]) for c in sent(server)] == [("PUBLISH", "/p"), ("FETCH", "/p/v3")]
     assert res.status == "conflict" and res.mergeable is False and "<<<<<<< ours\n" in res.body
 
 
 def test_fail_mode_reads_the_current_version_and_publishes_nothing_more(server, client):
     add(server, "PUBLISH", "/p", conflict(5, 6))
-    add(server, "FETCH", "/p", mark("ok", THEIRS, version=6))
+    add(server, "FETCH", "/p/v6", mark("ok", THEIRS, version=6))
     res = mark_publish(client, "/p", OURS, 5)
-    assert [(verb, path) for verb, path, _, _ in sent(server)] == [("PUBLISH", "/p"), ("FETCH", "/p")]
+    assert [(verb, path) for verb, path, _, _ in sent(server)] == [("PUBLISH", "/p"), ("FETCH", "/p/v6")]
     assert res == PublishResult("conflict", your_version=5, current_version=6)
     assert res.to_text() == "status: conflict\nyour-version: 5\ncurrent-version: 6\n"
 
@@ -138,7 +140,7 @@ def test_conflict_with_own_landed_body_is_ok(server, client, mode):
     add(server, "PUBLISH", "/p", conflict(5, 6))
     if mode == "merge":
         add(server, "FETCH", "/p/v5", mark("ok", BASE, version=5))
-    add(server, "FETCH", "/p", mark("ok", OURS, version=6))
+    add(server, "FETCH", "/p/v6", mark("ok", OURS, version=6))
     res = mark_publish(client, "/p", OURS, 5, on_conflict=mode)
     assert res == PublishResult("ok", version=6, merged=False)
     assert [verb for verb, *_ in sent(server)].count("PUBLISH") == 1
@@ -146,9 +148,9 @@ def test_conflict_with_own_landed_body_is_ok(server, client, mode):
 
 @pytest.mark.parametrize("status", ["created", "ok"])
 def test_publish_without_conflict(server, client, status):
-    add(server, "PUBLISH", "/p", mark(status, version=5))
+    add(server, "PUBLISH", "/p", mark(status, version=6))
     res = mark_publish(client, "/p", OURS, 5, on_conflict="merge")
-    assert res.to_text() == "status: ok\nversion: 5\nmerged: false\n" and res.body is None
+    assert res.to_text() == "status: ok\nversion: 6\nmerged: false\n" and res.body is None
 
 
 def test_base_version_cache_is_bounded_and_reused(server, client):
@@ -163,8 +165,9 @@ def test_base_version_cache_is_bounded_and_reused(server, client):
 
 
 def test_merge_and_publish_directly(server, client):
+    add(server, "FETCH", "/p", mark("ok", "the body the real server may pair with v6\n", version=6))
     add(server, "FETCH", "/p/v5", mark("ok", BASE, version=5, current_version=6))
-    add(server, "FETCH", "/p", mark("ok", THEIRS, version=6))
+    add(server, "FETCH", "/p/v6", mark("ok", THEIRS, version=6))
     add(server, "PUBLISH", "/p", mark("created", version=7))
     res = merge_and_publish(client, "/p", OURS, 5, metadata={"title": "x"})
     assert res.version == 7 and sent(server)[-1][2]["title"] == "x"
@@ -267,7 +270,7 @@ def test_token_never_in_repr_url_or_error(server):
 def test_error_status_mid_loop_raises_and_publishes_nothing_more(server, client, status):
     add(server, "PUBLISH", "/p", conflict(5, 6))
     add(server, "FETCH", "/p/v5", mark("ok", BASE, version=5, current_version=6))
-    add(server, "FETCH", "/p", mark(status, "\n# Oops\n\nthe reason\n", detail="d"))
+    add(server, "FETCH", "/p/v6", mark(status, "\n# Oops\n\nthe reason\n", detail="d"))
     with pytest.raises(MarkError) as info:
         mark_publish(client, "/p", OURS, 5, on_conflict="merge")
     assert info.value.status == status and info.value.metadata == {"detail": "d"}
@@ -286,8 +289,9 @@ def test_missing_base_version_is_a_structured_conflict(server, client):
 
 
 def test_merge_publish_rejected(server, client):
-    add(server, "FETCH", "/p/v5", mark("ok", BASE, version=5))
     add(server, "FETCH", "/p", mark("ok", THEIRS, version=6))
+    add(server, "FETCH", "/p/v5", mark("ok", BASE, version=5))
+    add(server, "FETCH", "/p/v6", mark("ok", THEIRS, version=6))
     add(server, "PUBLISH", "/p", mark("archived", ""))
     with pytest.raises(MarkError, match="archived"):
         merge_and_publish(client, "/p", OURS, 5)
@@ -405,7 +409,7 @@ def test_cli_merge(server, monkeypatch, capsysbinary, tmp_path):
     body.write_text(OURS)
     add(server, "PUBLISH", "/p", conflict(5, 6))
     add(server, "FETCH", "/p/v5", mark("ok", BASE, version=5))
-    add(server, "FETCH", "/p", mark("ok", THEIRS, version=6))
+    add(server, "FETCH", "/p/v6", mark("ok", THEIRS, version=6))
     add(server, "PUBLISH", "/p", mark("created", version=7))
     code = mp.main(["--server", URL, "/p", "--expected-version", "5", "--on-conflict", "merge",
                     "--file", str(body)])
@@ -417,7 +421,7 @@ def test_cli_merge(server, monkeypatch, capsysbinary, tmp_path):
 def test_cli_conflict_from_stdin(server, monkeypatch, capsysbinary):
     monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(OURS.encode())))
     add(server, "PUBLISH", "/p", conflict(5, 6))
-    add(server, "FETCH", "/p", mark("ok", THEIRS, version=6))
+    add(server, "FETCH", "/p/v6", mark("ok", THEIRS, version=6))
     assert mp.main(["--server", URL, "/p", "--expected-version", "5"]) == 1
     assert capsysbinary.readouterr().out == b"status: conflict\nyour-version: 5\ncurrent-version: 6\n"
 

@@ -292,13 +292,34 @@ def test_requests_are_the_recorded_bytes(peer, name, token, call, request_bytes,
     assert answer.status == status  # and the recorded answer reads back
 
 
-@pytest.mark.parametrize("answer", [b"", b"no frontmatter\n", b"---\nversion: 1\n---\n", b"---\nstatus: ok\n"])
-def test_an_empty_or_malformed_answer_is_a_transport_error(peer, answer):
+@pytest.mark.parametrize("answer", [b"no frontmatter\n", b"---\nversion: 1\n---\n", b"---\nstatus: ok\n"])
+def test_a_malformed_answer_is_a_transport_error(peer, answer):
     odd = peer(lambda request: answer)
     with MarkClient(odd.url, verify=False, timeout=5) as c:
         with pytest.raises(MarkError, match="not a Mark response") as failure:
             c.fetch("/doc.md")
     assert failure.value.status == "transport"
+
+
+def test_an_empty_answer_is_a_refusal_sent_again_on_a_new_connection(peer):
+    # The real server's rate limit ends a stream unread and unanswered, and never frees
+    # its slot: the client sends the request again, after a pause, on a new connection.
+    answers = iter([b"", b"", b'---\nstatus: ok\nversion: "1"\n---\nhello\n'])
+    busy = peer(lambda request: next(answers))
+    with MarkClient(busy.url, verify=False, timeout=5) as c:
+        assert c.fetch("/doc.md").body == "hello\n"
+    assert busy.requests == [b"FETCH /doc.md\n"] * 3
+    assert busy.streams == [0, 0, 0]  # each on a connection of its own
+
+
+def test_a_server_that_keeps_refusing_is_its_own_kind_of_error(peer, monkeypatch):
+    monkeypatch.setattr(mark_publish, "REFUSED_TRIES", 3)
+    wall = peer(lambda request: b"")
+    with MarkClient(wall.url, verify=False, timeout=30) as c:
+        with pytest.raises(MarkError, match="refused the request 3 times") as failure:
+            c.publish("/doc.md", "x\n", expected_version=1)
+    assert failure.value.status == "refused"
+    assert len(wall.requests) == 3
 
 
 def test_a_wrong_alpn_is_refused(peer):
