@@ -19,11 +19,13 @@ def server(request, tmp_path):
     """The reference server on a free loopback port over a new store, running while the test does.
 
     Writes need the test module's TOKEN; a module with QUIC = True gets Mark over QUIC too.
+    The rate limit is off (the module's RATE_LIMIT, if it sets one): tests measure other things.
     """
     from mark_server import serve
 
     quic = getattr(request.module, "QUIC", False)
-    with serve(tmp_path / "store", token=request.module.TOKEN, log=None, quic=quic) as running:
+    with serve(tmp_path / "store", token=request.module.TOKEN, log=None, quic=quic,
+               rate_limit=getattr(request.module, "RATE_LIMIT", 0)) as running:
         yield running
 
 

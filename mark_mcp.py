@@ -52,7 +52,7 @@ from mcp.types import CallToolResult, TextContent
 
 from mark_publish import (
     DEFAULT_TIMEOUT, MARK_PORT, MARK_PUBLISH_TOOL, MarkClient, MarkError, MarkResponse, PublishResult,
-    merge_and_publish, merge_candidate,
+    after_conflict,
 )
 
 __version__ = "0.2.0"  # the release this file is from; vendored copies keep saying it
@@ -152,11 +152,12 @@ class _Documents:
         sent = {"agent": "mcp", **(metadata or {})}
         client, path = self._target(url)
         response = _exchange(lambda: client.publish(path, body, version, sent))
-        if response.status != "conflict" or on_conflict == "fail":
+        if response.status != "conflict":
             return _answer(response, WRITE_KEYS)
-        if on_conflict == "merge":
-            return _result(_exchange(lambda: merge_and_publish(client, path, body, version, metadata=sent)))
-        return _result(_exchange(lambda: merge_candidate(client, path, body, version)))
+        result = _exchange(lambda: after_conflict(client, path, body, version, response, on_conflict, metadata=sent))
+        if on_conflict == "fail" and result.repaired is None:
+            return _answer(response, WRITE_KEYS)  # demarkus-mcp's answer, word for word
+        return _result(result)
 
     def _target(self, url: str) -> Tuple[MarkClient, str]:
         """The client for the server `url` names, and the document path."""

@@ -85,7 +85,8 @@ from diff3 import diff3
 __version__ = "0.2.0"  # the release this file is from; vendored copies keep saying it
 __all__ = [
     "MarkClient", "MarkResponse", "MarkError", "PublishResult",
-    "mark_publish", "merge_and_publish", "merge_candidate", "mark_append", "MARK_PUBLISH_TOOL", "main",
+    "mark_publish", "after_conflict", "merge_and_publish", "merge_candidate", "mark_append",
+    "MARK_PUBLISH_TOOL", "main",
 ]
 
 # The mark_publish tool as mark_mcp.py serves it: demarkus-mcp's, with on_conflict and metadata.

@@ -47,12 +47,14 @@ import datetime
 import fnmatch
 import hashlib
 import ipaddress
+import math
 import os
 import re
 import socket
 import ssl
 import sys
 import threading
+import time
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -76,17 +78,21 @@ WRITES = ("PUBLISH", "APPEND", "ARCHIVE")
 
 def serve(root, host: str = "127.0.0.1", port: int = 0, token: Optional[str] = None,
           tokens_file=None, log: Optional[TextIO] = sys.stderr, quic: bool = False,
-          quic_port: Optional[int] = None, tls_cert=None, tls_key=None) -> "MarkServer":
+          quic_port: Optional[int] = None, tls_cert=None, tls_key=None,
+          rate_limit: Optional[float] = None, rate_burst: Optional[int] = None) -> "MarkServer":
     """Start a server on a background thread; returns it running (`.url`, `.close()`).
 
     `token` defaults to $MARK_TOKEN; `log` gets one line per request (None: silent).
+    `rate_limit` (requests per second per client address, 0: off) and
+    `rate_burst` default to $DEMARKUS_RATE_LIMIT and $DEMARKUS_RATE_BURST,
+    else 50 and 100, as the real server's do.
     With `quic=True` it also serves Mark over QUIC (`.mark_url`; needs aioquic)
     on UDP `quic_port`, by default the HTTP port's number, with the
     certificate `tls_cert`/`tls_key` (PEM files) or else a development
     certificate made now (`.certificate_pem`).
     """
     server = MarkServer(root, host, port, token if token is not None else os.environ.get("MARK_TOKEN"),
-                        tokens_file, log)
+                        tokens_file, log, rate_limit, rate_burst)
     if quic:
         try:
             server.listen_quic(quic_port, tls_cert, tls_key)
@@ -105,6 +111,10 @@ class MarkServer(ThreadingHTTPServer):
     closed as it arrives), MAX_BUFFERED bytes of request bodies in memory
     across them (a request waits for room), and REQUEST_DEADLINE seconds to
     receive a whole request (a client trickling one is dropped, nothing stored).
+    Each client address may send `rate_limit` requests a second, in bursts
+    of `rate_burst`; one more is refused unread, as the real server refuses
+    it: over QUIC its stream is ended unanswered, over HTTP it is answered
+    429 with Retry-After.
     """
 
     daemon_threads = True
@@ -114,7 +124,10 @@ class MarkServer(ThreadingHTTPServer):
     REQUEST_DEADLINE = 60.0
 
     def __init__(self, root, host: str, port: int, token: Optional[str], tokens_file=None,
-                 log: Optional[TextIO] = sys.stderr):
+                 log: Optional[TextIO] = sys.stderr, rate_limit: Optional[float] = None,
+                 rate_burst: Optional[int] = None):
+        self.limit = _RateLimit(_setting("rate_limit", rate_limit, "DEMARKUS_RATE_LIMIT", 50.0, float),
+                                _setting("rate_burst", rate_burst, "DEMARKUS_RATE_BURST", 100, int))
         self.store = Store(Path(root))
         self.log = log
         self._open: set = set()  # connections being served, so close() can drop them
@@ -189,6 +202,10 @@ class MarkServer(ThreadingHTTPServer):
             self.grants.check(metadata.get("auth"), verb, version.group(1) if version else path)
         return dispatch(self.store, verb, path, metadata, body)
 
+    def refused(self, address: str) -> None:
+        if self.log:
+            self.log.write(f"a request from {address} refused unread: over the rate limit\n")
+
     def close(self) -> None:
         """Stop serving and drop every open connection, keep-alive ones included."""
         self.shutdown()
@@ -223,6 +240,17 @@ class Handler(BaseHTTPRequestHandler):
         raise AttributeError(name)
 
     def exchange(self) -> None:
+        wait = self.server.limit.wait(self.client_address[0])
+        if wait:
+            # Refused unread: the unread body must not be taken for the next request.
+            self.close_connection = True
+            self.send_response(429)
+            self.send_header("Retry-After", str(math.ceil(wait)))
+            self.send_header("Content-Length", "0")
+            self.send_header("Connection", "close")
+            self.end_headers()
+            self.server.refused(self.client_address[0])
+            return
         _, payload = self.server.respond(self.command, self.path, self.read_request)
         self.send_response(200)
         self.send_header("Content-Type", "text/markdown; charset=utf-8")
@@ -303,6 +331,47 @@ class Handler(BaseHTTPRequestHandler):
         """Silenced: `exchange` logs one line per request, never a token."""
 
 
+class _RateLimit:
+    """Requests a second per client address, with bursts: a bucket of tokens each.
+
+    A bucket holds at most `burst` tokens and gains `rate` a second; a
+    request takes one.  A rate of 0 lets everything through.
+    """
+
+    def __init__(self, rate: float, burst: int):
+        if rate and burst < 1:
+            raise ValueError("rate_burst must be 1 or more while rate_limit is on: 0 would refuse everything")
+        self.rate, self.burst = rate, burst
+        self._buckets: Dict[str, Tuple[float, float]] = {}  # address: (tokens, when counted)
+        self._lock = threading.Lock()
+
+    def wait(self, address: str) -> float:
+        """0 when a request from `address` may go ahead (and takes its token), else the seconds until one may."""
+        if self.rate <= 0:
+            return 0.0
+        now = time.monotonic()
+        with self._lock:
+            tokens, then = self._buckets.get(address, (self.burst, now))
+            tokens = min(self.burst, tokens + (now - then) * self.rate)
+            self._buckets[address] = (tokens - 1 if tokens >= 1 else tokens, now)
+            if len(self._buckets) > 4096:  # forget the addresses whose buckets are full again
+                full = self.burst / self.rate
+                self._buckets = {key: value for key, value in self._buckets.items() if now - value[1] < full}
+            return 0.0 if tokens >= 1 else (1 - tokens) / self.rate
+
+
+def _setting(name: str, given, variable: str, default, kind):
+    """A rate setting: `given`, else $`variable`, else `default`; ValueError naming it when not a number >= 0."""
+    value = given if given is not None else os.environ.get(variable, default)
+    try:
+        value = kind(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} (${variable}) must be a number, not {value!r}") from None
+    if not value >= 0 or value == float("inf"):
+        raise ValueError(f"{name} (${variable}) must be 0 or more, not {value!r}")
+    return value
+
+
 class _Budget:
     """Bytes of request bodies the server may hold at once; a request waits for room."""
 
@@ -371,6 +440,11 @@ class _QuicListener:
             def __init__(self, *args, **kwargs):
                 super().__init__(*args, **kwargs)
                 self.ended: set = set()
+                self.address = ""
+
+            def datagram_received(self, data, addr) -> None:
+                self.address = addr[0]  # the client's, for its rate limit
+                super().datagram_received(data, addr)
 
             def quic_event_received(self, event) -> None:
                 if isinstance(event, StreamDataReceived) and event.end_stream:
@@ -407,6 +481,11 @@ class _QuicListener:
         self.loop.close()
 
     def _stream(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        address = writer.transport.protocol.address
+        if self.server.limit.wait(address):
+            writer.write_eof()  # as the real server refuses: the stream ended, unread and unanswered
+            self.server.refused(address)
+            return
         task = self.loop.create_task(self._exchange(reader, writer))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
@@ -1165,11 +1244,17 @@ def main(argv=None) -> int:
     parser.add_argument("--quic-port", type=int, help="UDP port for QUIC (default: --port)")
     parser.add_argument("--tls-cert", help="PEM certificate for QUIC (default: a development one made now)")
     parser.add_argument("--tls-key", help="PEM private key of --tls-cert")
+    parser.add_argument("--rate-limit", type=float, metavar="N",
+                        help="requests a second per client address, 0: off "
+                             "(default: $DEMARKUS_RATE_LIMIT, else 50)")
+    parser.add_argument("--rate-burst", type=int, metavar="N",
+                        help="requests a client may send at once above the rate (default: $DEMARKUS_RATE_BURST, else 100)")
     args = parser.parse_args(argv)
     if bool(args.tls_cert) != bool(args.tls_key):
         parser.error("--tls-cert and --tls-key go together")
     try:
-        server = MarkServer(args.root, args.host, args.port, os.environ.get("MARK_TOKEN"), args.tokens)
+        server = MarkServer(args.root, args.host, args.port, os.environ.get("MARK_TOKEN"), args.tokens,
+                            rate_limit=args.rate_limit, rate_burst=args.rate_burst)
         if args.quic:
             server.listen_quic(args.quic_port, args.tls_cert, args.tls_key)
     except (OSError, RuntimeError, ValueError) as error:

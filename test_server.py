@@ -699,3 +699,69 @@ def test_buffered_bodies_are_bounded(tmp_path, monkeypatch):
         results = together(*[lambda n=n: publish(server, f"/w{n}.md", "y" * 600_000)[0] for n in range(3)])
         assert results == ["created"] * 3
         assert server.buffered.used == 0
+
+
+# ---------------------------------------------------------------- rate limit
+
+def test_over_the_rate_limit_http_answers_429_unread(tmp_path):
+    log = io.StringIO()
+    with serve(tmp_path / "store", token=TOKEN, log=log, rate_limit=0.5, rate_burst=2) as server:
+        assert alive(server) and alive(server)  # the burst
+        parts = urlsplit(server.url)
+        connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=10)
+        connection.request("PUBLISH", "/doc.md", body=b"x" * 100, headers={"Content-Length": "100"})
+        reply = connection.getresponse()
+        assert (reply.status, reply.getheader("Connection")) == (429, "close")
+        assert reply.getheader("Retry-After") in ("1", "2")  # a token comes back every 2 s
+        assert reply.read() == b""
+        connection.close()
+    assert "refused unread: over the rate limit" in log.getvalue()
+    assert not (tmp_path / "store" / "doc.md").exists()
+
+
+def test_over_the_rate_limit_quic_ends_the_stream_unanswered(tmp_path, monkeypatch):
+    import mark_publish
+    from mark_publish import MarkClient, MarkError
+
+    monkeypatch.setattr(mark_publish, "REFUSED_TRIES", 1)  # to see the refusal itself, not its retry
+    with serve(tmp_path / "store", token=TOKEN, log=None, quic=True, rate_limit=0.5, rate_burst=2) as server:
+        with MarkClient(server.mark_url, verify=False) as client:
+            assert [client.fetch("/health").status for _ in range(2)] == ["ok", "ok"]
+            with pytest.raises(MarkError, match="refused the request 1 times") as refused:
+                client.fetch("/health")
+    assert refused.value.status == "refused"
+
+
+def test_a_refused_client_that_waits_gets_through(tmp_path):
+    from mark_publish import MarkClient
+
+    with serve(tmp_path / "store", token=TOKEN, log=None, quic=True, rate_limit=20, rate_burst=1) as server:
+        for url in (server.url, server.mark_url):
+            with MarkClient(url, verify=False) as client:
+                assert [client.fetch("/health").status for _ in range(5)] == ["ok"] * 5
+
+
+def test_rate_limit_comes_from_the_environment_and_0_turns_it_off(tmp_path, monkeypatch):
+    monkeypatch.setenv("DEMARKUS_RATE_LIMIT", "0")
+    with serve(tmp_path / "store", token=TOKEN, log=None) as server:
+        assert server.limit.rate == 0
+        assert all(alive(server) for _ in range(150))  # past the default burst of 100
+    monkeypatch.setenv("DEMARKUS_RATE_LIMIT", "7")
+    monkeypatch.setenv("DEMARKUS_RATE_BURST", "3")
+    with serve(tmp_path / "store", token=TOKEN, log=None) as server:
+        assert (server.limit.rate, server.limit.burst) == (7, 3)
+    monkeypatch.delenv("DEMARKUS_RATE_LIMIT")
+    monkeypatch.delenv("DEMARKUS_RATE_BURST")
+    with serve(tmp_path / "store", token=TOKEN, log=None) as server:
+        assert (server.limit.rate, server.limit.burst) == (50, 100)  # the real server's defaults
+
+
+@pytest.mark.parametrize("argv,word", [
+    (["--rate-limit", "-1"], "rate_limit"), (["--rate-limit", "5", "--rate-burst", "0"], "rate_burst"),
+    (["--rate-limit", "nan"], "rate_limit"),
+])
+def test_bad_rate_settings_are_refused_by_name(tmp_path, capsys, argv, word):
+    from mark_server import main
+
+    assert main(["--root", str(tmp_path / "store"), "--port", "0"] + argv) == 2
+    assert word in capsys.readouterr().err

@@ -1,0 +1,235 @@
+"""The real Demarkus server's races, played on cue by a small fake store behind `responses`.
+
+The real server checks `expected-version` against its newest version and
+only later takes the next number, so a write can land as N+2 over another
+writer's N+1 and still be answered `conflict`; it can answer `server-error`
+after storing a version; its unversioned FETCH can pair the newest number
+with an older body.  Each test plays one of these and checks that nothing
+another writer was told was published is missing when the call returns.
+"""
+
+import re
+
+import pytest
+import requests
+import responses
+
+import mark_publish as mp
+from mark_publish import MarkClient, MarkError, mark_publish, merge_and_publish
+
+URL = "http://127.0.0.1:6309"
+TOKEN = "repair-test-token"
+
+BASE = "# Doc\n\nIntro.\n\nMiddle.\n\nEnd.\n"
+OURS = BASE.replace("Intro.", "Intro, ours.")
+THEIRS = BASE.replace("End.", "End, theirs.")  # another writer's, told it landed
+
+
+class FakeMark:
+    """One document's versions; `race` holds, per PUBLISH, what happens between its
+    version check and its write (None: nothing), as the real server lets happen."""
+
+    def __init__(self, mock, *bodies):
+        self.versions = list(bodies)  # version n is versions[n - 1]
+        self.race = []
+        self.lag = None  # a version whose body the unversioned FETCH shows under the newest number
+        self.server_error = None  # "after storing" or "instead": the next PUBLISH answers server-error
+        self.lose_answer = False  # the next PUBLISH is stored, and its answer lost
+        self.requests = []
+        for verb in ("FETCH", "PUBLISH", "VERSIONS"):
+            mock.add_callback(verb, re.compile(re.escape(URL) + "/.*"), self.answer)
+
+    def answer(self, request):
+        path = request.path_url
+        metadata, body = mp.read_frontmatter(request.body.decode()) if request.body else ({}, "")
+        self.requests.append((request.method, path))
+        if request.method == "VERSIONS":
+            return self.reply("ok", current=len(self.versions), total=len(self.versions))
+        if request.method == "FETCH":
+            number = re.fullmatch(r"/p/v(\d+)", path)
+            if number:
+                n = int(number.group(1))
+                if not 1 <= n <= len(self.versions):
+                    return self.reply("not-found", "\n# Not found\n\nno such version\n")
+                return self.reply("ok", self.versions[n - 1], version=n, current_version=len(self.versions))
+            shown = self.versions[(self.lag or len(self.versions)) - 1]
+            return self.reply("ok", shown, version=len(self.versions))
+        expected = int(metadata["expected-version"])
+        if self.server_error == "instead":
+            return self.reply("server-error", "\n# Server error\n\ninternal error\n")
+        if expected != len(self.versions):
+            return self.reply("conflict", your_version=expected, server_version=len(self.versions))
+        happening = self.race.pop(0) if self.race else None
+        if happening:
+            happening(self)
+        self.versions.append(body)
+        stored = len(self.versions)
+        if self.server_error == "after storing":
+            self.server_error = None
+            return self.reply("server-error", "\n# Server error\n\ninternal error\n")
+        if self.lose_answer:
+            self.lose_answer = False
+            raise requests.ConnectionError("the answer was lost on its way back")
+        if stored != expected + 1:
+            return self.reply("conflict", your_version=expected, server_version=stored)
+        return self.reply("created", version=stored)
+
+    @staticmethod
+    def reply(status, body="", **metadata):
+        metadata["status"] = status
+        text = mp.write_frontmatter({k.replace("_", "-"): str(v) for k, v in metadata.items()}) + body
+        return 200, {"Content-Length": str(len(text.encode()))}, text
+
+    def publishes(self):
+        return [path for verb, path in self.requests if verb == "PUBLISH"]
+
+
+def lands(body):
+    """Another writer's publish, landing in the middle of ours."""
+    return lambda fake: fake.versions.append(body)
+
+
+@pytest.fixture
+def fake():
+    with responses.RequestsMock(assert_all_requests_are_fired=False) as mock:
+        yield lambda *bodies: FakeMark(mock, *bodies)
+
+
+@pytest.fixture
+def client():
+    with MarkClient(URL, token=TOKEN) as c:
+        yield c
+
+
+def test_a_stale_write_is_merged_with_what_it_overwrote(fake, client):
+    server = fake(BASE)
+    server.race = [lands(THEIRS)]  # ours, sent against v1, is stored as v3 over their v2
+    res = mark_publish(client, "/p", OURS, 1, on_conflict="merge")
+    both = BASE.replace("Intro.", "Intro, ours.").replace("End.", "End, theirs.")
+    assert server.versions == [BASE, THEIRS, OURS, both]
+    assert (res.status, res.version, res.merged, res.repaired, res.body) == ("ok", 4, True, 2, both)
+    assert "repaired: 2\n" in res.to_text()
+
+
+def test_a_stale_write_that_overlaps_what_it_overwrote_is_undone(fake, client):
+    rival = BASE.replace("Intro.", "Intro, theirs.")  # the same line as ours
+    server = fake(BASE)
+    server.race = [lands(rival)]
+    res = mark_publish(client, "/p", OURS, 1, on_conflict="merge")
+    assert server.versions == [BASE, rival, OURS, rival]  # v4 restores v2: our edit is not published
+    assert (res.status, res.current_version, res.mergeable, res.repaired) == ("conflict", 4, False, 2)
+    assert "<<<<<<< ours\nIntro, ours.\n=======\nIntro, theirs.\n>>>>>>> theirs\n" in res.body
+
+
+def test_fail_mode_undoes_its_stale_write(fake, client):
+    server = fake(BASE)
+    server.race = [lands(THEIRS)]
+    res = mark_publish(client, "/p", OURS, 1)
+    assert server.versions == [BASE, THEIRS, OURS, THEIRS]
+    assert res.to_text() == "status: conflict\nyour-version: 1\ncurrent-version: 4\nrepaired: 2\n"
+
+
+def test_candidate_mode_undoes_its_stale_write_and_merges_onto_the_restored_version(fake, client):
+    server = fake(BASE)
+    server.race = [lands(THEIRS)]
+    res = mark_publish(client, "/p", OURS, 1, on_conflict="candidate")
+    assert server.versions == [BASE, THEIRS, OURS, THEIRS]
+    assert (res.status, res.publish_at_version, res.has_markers, res.repaired) == ("merge-candidate", 4, False, 2)
+    assert res.body == BASE.replace("Intro.", "Intro, ours.").replace("End.", "End, theirs.")
+
+
+def test_a_stale_merge_is_repaired_too(fake, client):
+    later = THEIRS.replace("Middle.", "Middle, third.")
+    server = fake(BASE, THEIRS)
+    server.race = [lands(later)]  # our PUBLISH conflicts plainly; our merge, sent against v2, lands over v3
+    res = mark_publish(client, "/p", OURS, 1, on_conflict="merge")
+    everything = later.replace("Intro.", "Intro, ours.")
+    assert server.versions[2] == later and server.versions[-1] == everything
+    assert (res.status, res.version, res.repaired) == ("ok", len(server.versions), 3)
+
+
+def test_a_server_error_after_storing_is_found_and_repaired(fake, client):
+    server = fake(BASE)
+    server.race = [lands(THEIRS)]
+    server.server_error = "after storing"
+    res = mark_publish(client, "/p", OURS, 1, on_conflict="merge")
+    assert server.versions[-1] == BASE.replace("Intro.", "Intro, ours.").replace("End.", "End, theirs.")
+    assert (res.status, res.repaired) == ("ok", 2)
+
+
+def test_a_lost_answer_to_a_stale_write_is_found_and_repaired(fake, client):
+    server = fake(BASE)
+    server.race = [lands(THEIRS)]
+    server.lose_answer = True
+    res = mark_publish(client, "/p", OURS, 1, on_conflict="merge")
+    assert server.versions[-1] == BASE.replace("Intro.", "Intro, ours.").replace("End.", "End, theirs.")
+    assert (res.status, res.repaired) == ("ok", 2)
+
+
+def test_a_server_error_that_stored_nothing_raises(fake, client):
+    server = fake(BASE)
+    server.server_error = "instead"
+    with pytest.raises(MarkError, match="internal error") as caught:
+        mark_publish(client, "/p", OURS, 1, on_conflict="merge")
+    assert caught.value.status == "server-error" and server.versions == [BASE]
+
+
+def test_theirs_is_read_by_number_when_the_latest_lags(fake, client):
+    server = fake(BASE, THEIRS, THEIRS.replace("Middle.", "Middle, third."))
+    server.lag = 2  # FETCH /p answers version 3 with v2's body
+    res = merge_and_publish(client, "/p", OURS, 1)
+    assert res.status == "ok" and "Middle, third." in server.versions[-1] and "Intro, ours." in server.versions[-1]
+
+
+def test_created_as_an_unexpected_version_is_an_error(client):
+    with responses.RequestsMock() as mock:
+        mock.add("PUBLISH", URL + "/p", body='---\nstatus: created\nversion: "9"\n---\n',
+                 auto_calculate_content_length=True)
+        with pytest.raises(MarkError, match="created as version 9 to a write at expected-version 1"):
+            mark_publish(client, "/p", OURS, 1)
+
+
+def test_a_huge_version_number_is_a_mark_error(client):
+    with responses.RequestsMock() as mock:
+        mock.add("PUBLISH", URL + "/p", body=f'---\nstatus: created\nversion: "{"7" * 5000}"\n---\n',
+                 auto_calculate_content_length=True)
+        with pytest.raises(MarkError, match="version"):
+            mark_publish(client, "/p", OURS, 1)
+
+
+def test_an_answer_without_length_needs_its_content_hash(client):
+    body = "# Hello\n"
+    digest = "sha256-" + __import__("hashlib").sha256(body.encode()).hexdigest()
+    with responses.RequestsMock() as mock:
+        mock.add("FETCH", URL + "/p", body=f"---\nstatus: ok\nversion: 1\n---\n{body}")
+        mock.add("FETCH", URL + "/p", body=f"---\ncontent-hash: {digest}\nstatus: ok\nversion: 1\n---\n{body}")
+        with pytest.raises(MarkError, match="no length and no content-hash"):
+            client.fetch("/p")
+        assert client.fetch("/p").body == body
+
+
+@pytest.mark.parametrize("status", [429, 503])
+def test_http_refusals_are_sent_again_after_retry_after(client, status):
+    with responses.RequestsMock() as mock:
+        mock.add("FETCH", URL + "/p", status=status, headers={"Retry-After": "0"})
+        mock.add("FETCH", URL + "/p", body='---\nstatus: ok\nversion: "1"\n---\nhi\n',
+                 auto_calculate_content_length=True)
+        assert client.fetch("/p").body == "hi\n"
+        assert len(mock.calls) == 2
+
+
+def test_an_http_server_that_keeps_refusing_is_refused(client, monkeypatch):
+    monkeypatch.setattr(mp, "REFUSED_TRIES", 3)
+    with responses.RequestsMock() as mock:
+        for _ in range(3):
+            mock.add("PUBLISH", URL + "/p", status=429, headers={"Retry-After": "0"})
+        with pytest.raises(MarkError, match="refused the request 3 times") as caught:
+            mark_publish(client, "/p", OURS, 1)
+    assert caught.value.status == "refused"
+
+
+def test_a_retry_after_past_the_deadline_gives_up_at_once(monkeypatch):
+    with responses.RequestsMock() as mock:
+        mock.add("FETCH", URL + "/p", status=429, headers={"Retry-After": "60"})
+        with pytest.raises(MarkError, match="refused the request 1 times"):
+            MarkClient(URL, timeout=2).fetch("/p")
