@@ -275,9 +275,26 @@ class MarkClient:
             self._link.close()
 
     def fetch(self, path: str, version: Optional[int] = None) -> MarkResponse:
-        """FETCH the current document, or `version` of it (cached: versions never change)."""
+        """FETCH the current document, or `version` of it (cached: versions never change).
+
+        The current document's body is checked against the version its
+        number names (read by number, and cached): the real server reads
+        the body through a link that can lag its newest version, and an
+        edit of that older body published as the newer number would undo
+        the newer one.  Where they differ, the body (and content-hash) is
+        the numbered version's, and the etag, which named the other, goes.
+        """
         if version is None:
-            return self.request("FETCH", path)
+            latest = self.request("FETCH", path)
+            number = latest.metadata.get("version", "")
+            if latest.status != "ok" or "current-version" in latest.metadata or not _is_version(number):
+                return latest  # not a current document (an error, or a version path such as /a.md/v3)
+            pinned = self.fetch(path, version=int(number))
+            if pinned.status != "ok" or pinned.body == latest.body:
+                return latest
+            metadata = {key: value for key, value in latest.metadata.items() if key != "etag"}
+            metadata["content-hash"] = "sha256-" + hashlib.sha256(pinned.body.encode("utf-8")).hexdigest()
+            return MarkResponse("ok", metadata, pinned.body)
         _check_int("version", version, minimum=1)
         key = (path, version)
         if key in self._versions:
@@ -963,7 +980,7 @@ def _body(client: MarkClient, path: str, version: int) -> str:
 def _current_version(client: MarkClient, path: str) -> int:
     """The newest version's number.  Only the number: the real server can pair it with an
     older version's body (its current link lags its newest file), so bodies are read by number."""
-    latest = client.fetch(path)
+    latest = client.request("FETCH", path)
     if latest.status != "ok":
         raise MarkError.from_response(latest, f"FETCH {path}")
     return _int_field(latest, "version")
@@ -1179,11 +1196,16 @@ def _check_publish(path, body, expected_version, max_retries, on_conflict="fail"
 def _int_field(response: MarkResponse, key: str) -> int:
     """A version number from the response's metadata; MarkError if it is not one."""
     value = response.metadata.get(key, "")
-    if not _is_digits(value) or len(value) > 18:
+    if not _is_version(value):
         raise MarkError("transport", f"Mark response {response.status!r} has no version number {key!r} "
                                      "(ASCII digits, at most 18)",
                         response.metadata)
     return int(value)
+
+
+def _is_version(text: str) -> bool:
+    """A version number: ASCII digits, at most 18 of them (a sane integer, as the server's own)."""
+    return _is_digits(text) and len(text) <= 18
 
 
 def _is_digits(text: str) -> bool:

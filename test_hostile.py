@@ -209,9 +209,9 @@ def test_content_hash_is_verified(raw):
                     mark_answer(body + "tampered\n", version=1, **{"content-hash": good})])
     server = raw(lambda conn, request: conn.sendall(http(next(answers))))
     client = MarkClient(server.url)
-    assert client.fetch("/p").body == body
+    assert client.request("FETCH", "/p").body == body
     with pytest.raises(MarkError, match="content-hash"):
-        client.fetch("/p")
+        client.request("FETCH", "/p")
 
 
 @pytest.mark.parametrize("version", [" 7", "+7", "1_0", "-1", "٣", "²", "7 ", ""])

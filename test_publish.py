@@ -381,6 +381,7 @@ def test_body_starting_with_dashes_survives_both_ways(server, client):
     body = "---\ntitle: not metadata\n---\n# Real body\n"
     add(server, "PUBLISH", "/p", mark("created", version=1))
     add(server, "FETCH", "/p", mark("ok", body, version=1))
+    add(server, "FETCH", "/p/v1", mark("ok", body, version=1, current_version=1))
     client.publish("/p", body, expected_version=0)
     assert sent(server)[0][3] == body
     assert client.fetch("/p").body == body

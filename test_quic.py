@@ -225,7 +225,7 @@ def peer():
 # (recording, the call that makes it, the request bytes, the response bytes)
 WRITE = "s3cret-write-token"
 RECORDED = [
-    ("17-raw-fetch", None, lambda c: c.fetch("/doc.md"), b"FETCH /doc.md\n",
+    ("17-raw-fetch", None, lambda c: c.request("FETCH", "/doc.md"), b"FETCH /doc.md\n",
      b'---\ncontent-hash: sha256-1085b1a72cd1457bc9dff6dbf3b252e6210aa60d0a4f46e7cb61ec8b7c3b11e7\n'
      b'etag: 919bcc4352da611ee9477f60140499753b3a6b6b6e6b1cdb21c681f8b9bdbea4\nmodified: "2026-12-03T10:41:15Z"\n'
      b'status: ok\nversion: "3"\n---\n# Hello\n\nsecond version\n\nappended line\n'),
@@ -261,7 +261,7 @@ RECORDED = [
      b"---\nstatus: unauthorized\n---\n\n# Unauthorized\n\nauthentication required\n"),
     ("27-raw-bad-verb", None, lambda c: c.request("BOGUS", "/doc.md"), b"BOGUS /doc.md\n",
      b"---\nstatus: server-error\n---\n\n# Server error\n\nbad request\n"),
-    ("28-raw-fetch-latest", None, lambda c: c.fetch("/doc.md"), b"FETCH /doc.md\n",
+    ("28-raw-fetch-latest", None, lambda c: c.request("FETCH", "/doc.md"), b"FETCH /doc.md\n",
      b'---\ncontent-hash: sha256-3409d7c24d49a87f45c86d7c8c304609a671bda855fcec63a8bfedccbd8e1352\n'
      b'etag: dae09f68d0667376ee063e3f4472b962a7be31e7c9ad37e5f3fb6282a1d9782a\nmodified: "2026-12-03T10:41:18Z"\n'
      b'status: ok\nversion: "5"\n---\n# Hello\n\nfourth version\nraw appended line\n'),
@@ -271,7 +271,7 @@ RECORDED = [
      b"---\nstatus: not-modified\n---\n"),
     ("35-raw-private-no-token", None, lambda c: c.fetch("/private/p.md"), b"FETCH /private/p.md\n",
      b"---\nstatus: unauthorized\n---\n\n# Unauthorized\n\nauthentication required\n"),
-    ("36-raw-private-read-token", "rtok", lambda c: c.fetch("/private/p.md"),
+    ("36-raw-private-read-token", "rtok", lambda c: c.request("FETCH", "/private/p.md"),
      b"FETCH /private/p.md\n---\nauth: rtok\n---\n",
      b'---\ncontent-hash: sha256-ac23c3abc5d73c2d832012729ab8b6a7386b3197b91f80b1ef1f2372f3fbd662\n'
      b'etag: aca1c9b5f22c9e9dc6015674d14387435c215aa96429988ba832152bf721ee19\nmodified: "2026-12-03T10:41:31Z"\n'
@@ -307,7 +307,7 @@ def test_an_empty_answer_is_a_refusal_sent_again_on_a_new_connection(peer):
     answers = iter([b"", b"", b'---\nstatus: ok\nversion: "1"\n---\nhello\n'])
     busy = peer(lambda request: next(answers))
     with MarkClient(busy.url, verify=False, timeout=5) as c:
-        assert c.fetch("/doc.md").body == "hello\n"
+        assert c.request("FETCH", "/doc.md").body == "hello\n"
     assert busy.requests == [b"FETCH /doc.md\n"] * 3
     assert busy.streams == [0, 0, 0]  # each on a connection of its own
 

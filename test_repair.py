@@ -8,6 +8,7 @@ with an older body.  Each test plays one of these and checks that nothing
 another writer was told was published is missing when the call returns.
 """
 
+import hashlib
 import re
 
 import pytest
@@ -181,6 +182,17 @@ def test_theirs_is_read_by_number_when_the_latest_lags(fake, client):
     assert res.status == "ok" and "Middle, third." in server.versions[-1] and "Intro, ours." in server.versions[-1]
 
 
+def test_fetch_of_the_latest_gives_the_body_its_number_names(fake, client):
+    server = fake(BASE, THEIRS)
+    server.lag = 1  # FETCH /p answers version 2 with v1's body
+    latest = client.fetch("/p")
+    assert (latest.metadata["version"], latest.body) == ("2", THEIRS)
+    assert latest.metadata["content-hash"] == "sha256-" + hashlib.sha256(THEIRS.encode()).hexdigest()
+    assert "etag" not in latest.metadata
+    server.lag = None
+    assert client.fetch("/p").body == THEIRS and server.requests[-1] == ("FETCH", "/p")  # v2 is cached
+
+
 def test_created_as_an_unexpected_version_is_an_error(client):
     with responses.RequestsMock() as mock:
         mock.add("PUBLISH", URL + "/p", body='---\nstatus: created\nversion: "9"\n---\n',
@@ -199,13 +211,13 @@ def test_a_huge_version_number_is_a_mark_error(client):
 
 def test_an_answer_without_length_needs_its_content_hash(client):
     body = "# Hello\n"
-    digest = "sha256-" + __import__("hashlib").sha256(body.encode()).hexdigest()
+    digest = "sha256-" + hashlib.sha256(body.encode()).hexdigest()
     with responses.RequestsMock() as mock:
         mock.add("FETCH", URL + "/p", body=f"---\nstatus: ok\nversion: 1\n---\n{body}")
         mock.add("FETCH", URL + "/p", body=f"---\ncontent-hash: {digest}\nstatus: ok\nversion: 1\n---\n{body}")
         with pytest.raises(MarkError, match="no length and no content-hash"):
-            client.fetch("/p")
-        assert client.fetch("/p").body == body
+            client.request("FETCH", "/p")
+        assert client.request("FETCH", "/p").body == body
 
 
 @pytest.mark.parametrize("status", [429, 503])
@@ -214,7 +226,7 @@ def test_http_refusals_are_sent_again_after_retry_after(client, status):
         mock.add("FETCH", URL + "/p", status=status, headers={"Retry-After": "0"})
         mock.add("FETCH", URL + "/p", body='---\nstatus: ok\nversion: "1"\n---\nhi\n',
                  auto_calculate_content_length=True)
-        assert client.fetch("/p").body == "hi\n"
+        assert client.request("FETCH", "/p").body == "hi\n"
         assert len(mock.calls) == 2
 
 
