@@ -25,10 +25,16 @@ The shapes:
 * adjacent:   unique lines; the two sides edit neighbouring lines.
 """
 
+import contextlib
+import hashlib
+import os
 import random
+import socket
+import subprocess
 import threading
 import time
-from typing import Callable, Dict, List, NamedTuple, Optional, Tuple
+from pathlib import Path
+from typing import Callable, Dict, Iterator, List, NamedTuple, Optional, Tuple
 
 SHAPES = ("sections", "checklist", "duplicated", "adjacent")
 
@@ -357,17 +363,71 @@ def write_rounds(client, path: str, writer: str, rounds: int, publish) -> List[T
 
 
 def together(*calls: Callable[[], object]) -> list:
-    """Run the calls on threads released at the same moment; their results, in order."""
+    """Run the calls on threads released at the same moment; their results, in order.
+
+    When a call raised, the first such exception is raised here, once all have ended.
+    """
     barrier = threading.Barrier(len(calls))
     results: list = [None] * len(calls)
+    errors: List[BaseException] = []
 
     def run(index: int, call: Callable[[], object]) -> None:
         barrier.wait()
-        results[index] = call()
+        try:
+            results[index] = call()
+        except BaseException as error:
+            errors.append(error)
 
     threads = [threading.Thread(target=run, args=(i, call)) for i, call in enumerate(calls)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
+    if errors:
+        raise errors[0]
     return results
+
+
+# ------------------------------------------------- the real Demarkus server (../shared/real-demarkus)
+
+REAL_DEMARKUS = Path(__file__).resolve().parent.parent / "shared" / "real-demarkus"
+
+
+def inside_loopback() -> bool:
+    """Whether this process runs in the loopback-only namespace of REAL_DEMARKUS/loopback."""
+    return os.environ.get("MARK_LOOPBACK_NS") == "1"
+
+
+@contextlib.contextmanager
+def real_demarkus(folder: Path, token: str, rate_limit: Optional[int] = None) -> Iterator[str]:
+    """The real demarkus-server over a new store in `folder`, on a free UDP port; yields its mark:// URL.
+
+    `token` may publish everywhere; `rate_limit` sets DEMARKUS_RATE_LIMIT
+    (None: the server's default, 50 a second; 0: off).  It listens on every
+    interface, so it starts only inside the loopback namespace.
+    """
+    if not inside_loopback():
+        raise RuntimeError(f"start the real server only inside {REAL_DEMARKUS / 'loopback'}")
+    root, tokens, log_path = folder / "root", folder / "tokens.toml", folder / "demarkus.log"
+    root.mkdir(parents=True)
+    tokens.write_text(f'[tokens.test]\nhash = "sha256-{hashlib.sha256(token.encode()).hexdigest()}"\n'
+                      'paths = ["/**"]\noperations = ["publish"]\n')
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = dict(os.environ)
+    if rate_limit is not None:
+        env["DEMARKUS_RATE_LIMIT"] = str(rate_limit)
+    with open(log_path, "w") as log:
+        server = subprocess.Popen([str(REAL_DEMARKUS / "bin" / "demarkus-server"), "-port", str(port),
+                                   "-root", str(root), "-tokens", str(tokens)], stdout=log, stderr=log, env=env)
+    try:
+        deadline = time.monotonic() + 20
+        while 'msg="server started"' not in log_path.read_text():
+            if server.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"demarkus-server did not start:\n{log_path.read_text()}")
+            time.sleep(0.02)  # waiting for its log line: the only sign that it is ready
+        yield f"mark://127.0.0.1:{port}"
+    finally:
+        server.kill()  # its graceful stop waits 10 s for idle connections; the store is thrown away
+        server.wait()
