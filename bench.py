@@ -3,6 +3,7 @@
     python bench.py diff3     # diff3() against `git merge-file -p`, same files, same run
     python bench.py shapes    # how often each merges clean and right, clean and wrong, or conflicts
     python bench.py publish   # the merge publish loop against the reference server
+    python bench.py real      # the same against the real demarkus-server (../shared), rate limit on and off
     python bench.py crash     # kill -9 the server mid-write: acknowledged versions lost, documents wedged
 
 Every scenario is built from a fixed seed, so two runs measure the same work.
@@ -25,9 +26,10 @@ import tracemalloc
 from pathlib import Path
 
 from diff3 import diff3
-from mark_publish import MarkClient, MarkError, mark_publish
+from mark_publish import MarkClient, MarkError, PublishResult, _Refused, mark_publish
 from mark_server import serve
-from testkit import SHAPES, generate, sectioned_document, together, write_rounds
+from testkit import (REAL_DEMARKUS, SHAPES, generate, inside_loopback, real_demarkus, sectioned_document, together,
+                     write_rounds)
 
 WORDS = (
     "agent document merge version paragraph server client publish conflict "
@@ -316,72 +318,117 @@ def crash_writer(url: str, token: str, path: str, size: int, acknowledged: dict,
 
 # --------------------------------------------------------------- publish
 
+PUBLISH_HEADER = (f"{'server':>14} {'writers':>7} {'mode':>6} {'edits':>5} {'landed':>6} {'escalated':>9} "
+                  f"{'raised':>6} "
+                  f"{'lost':>4} {'repairs':>7} {'refused':>7} {'req/edit':>8} {'median ms':>9} {'p95 ms':>7}")
+
+
 def publish_round(url: str, token: str, verify, writer: str, edits: int, mode: str, path: str) -> dict:
-    """One writer's edits to its own section; what happened to each."""
+    """One writer's edits to its own section; what happened to each, and what it sent."""
     client = MarkClient(url, token=token, verify=verify)
-    sent = []
-    request = client.request
+    counts = {"requests": 0, "refused": 0}
+    owner = client._link if client._link else client
+    exchange = owner.exchange if client._link else client._exchange
 
-    def counted(*args, **kwargs):  # every method goes through request(), whichever transport
-        sent.append(1)
-        return request(*args, **kwargs)
+    def counted(*args, **kwargs):  # every request and resend goes through the transport's exchange
+        counts["requests"] += 1
+        try:
+            return exchange(*args, **kwargs)
+        except _Refused:
+            counts["refused"] += 1
+            raise
 
-    client.request = counted
+    setattr(owner, "exchange" if client._link else "_exchange", counted)
     with client:
         outcomes = write_rounds(client, path, writer, edits, merge_publish if mode == "merge" else naive_publish)
     return {"landed": [line for line, result, _ in outcomes if result.status == "ok"],
-            "escalated": sum(result.status != "ok" for _, result, _ in outcomes),
-            "latencies": [seconds for _, _, seconds in outcomes], "requests": len(sent)}
+            "escalated": sum(result.status == "conflict" for _, result, _ in outcomes),
+            "raised": sum(result.status == "raised" for _, result, _ in outcomes),
+            "repairs": sum(getattr(result, "repaired", None) is not None for _, result, _ in outcomes),
+            "latencies": [seconds for _, _, seconds in outcomes], **counts}
 
 
 def merge_publish(client: MarkClient, path: str, body: str, version: int):
-    return mark_publish(client, path, body, version, on_conflict="merge")
+    try:
+        return mark_publish(client, path, body, version, on_conflict="merge")
+    except MarkError as error:
+        return PublishResult("raised", reason=error.status)
 
 
 def naive_publish(client: MarkClient, path: str, body: str, version: int):
-    """The naive caller: on conflict, re-fetch the version and re-publish its stale body."""
-    result = mark_publish(client, path, body, version)
-    while result.status == "conflict":
-        result = mark_publish(client, path, body, int(client.fetch(path).metadata["version"]))
-    return result
+    """The naive caller: on conflict, re-read the version number and re-publish its stale body."""
+    try:
+        result = mark_publish(client, path, body, version)
+        while result.status == "conflict":
+            result = mark_publish(client, path, body, int(client.request("FETCH", path).metadata["version"]))
+        return result
+    except MarkError as error:
+        return PublishResult("raised", reason=error.status)
+
+
+def publish_row(label: str, url: str, token: str, verify, writers: int, mode: str, edits: int) -> str:
+    """`writers` writers doing `edits` edits each on one document at `url`: one table row."""
+    names = [f"W{n}" for n in range(writers)]
+    with MarkClient(url, token=token, verify=verify) as seed:
+        seed.publish("/bench.md", sectioned_document(names), 0)
+    results = together(*[lambda w=w: publish_round(url, token, verify, w, edits, mode, "/bench.md")
+                         for w in names])
+    with MarkClient(url, verify=verify) as reader:
+        final = reader.fetch("/bench.md").body
+    landed = [line for r in results for line in r["landed"]]
+    lost = sum(f"\n{line}\n" not in final for line in landed)
+    latencies = sorted(t for r in results for t in r["latencies"])
+    p95 = latencies[min(len(latencies) - 1, int(0.95 * len(latencies)))]
+    total = {key: sum(r[key] for r in results) for key in ("escalated", "raised", "repairs", "refused", "requests")}
+    return (f"{label:>14} {writers:7} {mode:>6} {len(latencies):5} {len(landed):6} {total['escalated']:9} "
+            f"{total['raised']:6} "
+            f"{lost:4} {total['repairs']:7} {total['refused']:7} {total['requests'] / max(1, len(landed)):8.2f} "
+            f"{1000 * statistics.median(latencies):9.1f} {1000 * p95:7.1f}")
+
+
+PUBLISH_NOTES = """
+landed: calls that returned status ok; escalated: returned status conflict to the caller;
+raised: calls that raised MarkError (for the naive caller, a repair that others' clobbering outran);
+lost: landed edits missing from the final document (the naive caller clobbers them);
+repairs: answers that restored a version the server had overwritten (repaired: N);
+refused: requests the server refused unhandled (rate limit), each sent again;
+req/edit: Mark requests sent, resends included (and the initial FETCH), per landed edit."""
 
 
 def bench_publish(args) -> None:
-    header = (f"{'transport':>9} {'writers':>7} {'mode':>6} {'edits':>5} {'landed':>6} {'escalated':>9} "
-              f"{'lost':>4} {'req/edit':>8} {'median ms':>9} {'p95 ms':>7}")
-    print(header)
-    print("-" * len(header))
+    """The reference server, rate limit off (it measures the merge loop, not the limit)."""
+    print(PUBLISH_HEADER)
+    print("-" * len(PUBLISH_HEADER))
     token = "bench-token"
     for transport in ("http", "quic"):
         for writers in (1, 2, 4, 8):
             for mode in ("merge", "naive"):
-                names = [f"W{n}" for n in range(writers)]
                 with tempfile.TemporaryDirectory() as store, \
-                        serve(store, token=token, log=None, quic=transport == "quic") as server:
+                        serve(store, token=token, log=None, quic=transport == "quic", rate_limit=0) as server:
                     url, verify = server.url, True
                     if transport == "quic":
                         url, verify = server.mark_url, os.path.join(store, ".ca.pem")
                         Path(verify).write_bytes(server.certificate_pem)
-                    with MarkClient(url, token=token, verify=verify) as seed:
-                        seed.publish("/bench.md", sectioned_document(names), 0)
-                    results = dict(zip(names, together(*[
-                        lambda w=w: publish_round(url, token, verify, w, args.edits, mode, "/bench.md")
-                        for w in names])))
-                    with MarkClient(url, verify=verify) as reader:
-                        final = reader.fetch("/bench.md").body
-                landed = [line for r in results.values() for line in r["landed"]]
-                lost = sum(f"\n{line}\n" not in final for line in landed)
-                latencies = sorted(t for r in results.values() for t in r["latencies"])
-                requests_sent = sum(r["requests"] for r in results.values())
-                p95 = latencies[min(len(latencies) - 1, int(0.95 * len(latencies)))]
-                print(f"{transport:>9} {writers:7} {mode:>6} {len(latencies):5} {len(landed):6} "
-                      f"{sum(r['escalated'] for r in results.values()):9} {lost:4} "
-                      f"{requests_sent / max(1, len(landed)):8.2f} {1000 * statistics.median(latencies):9.1f} "
-                      f"{1000 * p95:7.1f}")
-    print("\nlanded: calls that returned status ok; escalated: returned status conflict to the caller;")
-    print("lost: landed edits missing from the final document (the naive caller clobbers them);")
-    print("req/edit: Mark requests (the initial FETCH included) per landed edit;")
-    print("http: Mark over HTTP/1.1 keep-alive; quic: Mark over QUIC, one connection per writer.")
+                    print(publish_row(f"ours {transport}", url, token, verify, writers, mode, args.edits))
+    print(PUBLISH_NOTES)
+    print("ours http: Mark over HTTP/1.1 keep-alive; ours quic: Mark over QUIC, one connection per writer.")
+
+
+def bench_real(args) -> None:
+    """The real demarkus-server, rate limit on (its default, 50/s, bursts of 100) and off."""
+    if not inside_loopback():  # it listens on every interface: run it, and us, in the loopback namespace
+        os.execv(str(REAL_DEMARKUS / "loopback"), [str(REAL_DEMARKUS / "loopback"), sys.executable] + sys.argv)
+    print(PUBLISH_HEADER)
+    print("-" * len(PUBLISH_HEADER))
+    token = "bench-token"
+    for rate_limit, label in ((None, "real limited"), (0, "real unlimited")):
+        for writers in (1, 2, 4, 8):
+            for mode in ("merge", "naive"):
+                with tempfile.TemporaryDirectory() as folder, \
+                        real_demarkus(Path(folder), token, rate_limit) as url:
+                    print(publish_row(label, url, token, False, writers, mode, args.edits))
+    print(PUBLISH_NOTES)
+    print("real limited: the real server's default rate limit; real unlimited: DEMARKUS_RATE_LIMIT=0.")
 
 
 def main() -> None:
@@ -399,6 +446,9 @@ def main() -> None:
     p = sub.add_parser("publish", help="the merge loop against the reference server, and a naive caller")
     p.add_argument("--edits", type=int, default=20, help="edits per writer")
     p.set_defaults(run=bench_publish)
+    r = sub.add_parser("real", help="the merge loop and a naive caller against the real demarkus-server")
+    r.add_argument("--edits", type=int, default=10, help="edits per writer")
+    r.set_defaults(run=bench_real)
     args = parser.parse_args()
     args.run(args)
 

@@ -137,6 +137,7 @@ MAX_RESPONSE_BYTES = 24 * 1024 * 1024
 _CACHED_VERSIONS = 64  # immutable versions kept per client
 REFUSED_TRIES = 8  # sends of a request the server keeps refusing unhandled, within the deadline
 _LOOK_AHEAD = 16  # versions after expected-version searched for a write whose answer was lost
+_REPAIR_TRIES = 10  # PUBLISHes a repair may take, at the least, while others keep publishing
 
 
 class MarkResponse(NamedTuple):
@@ -793,7 +794,11 @@ def after_conflict(
     if current and _body(client, path, current) == body:
         if current == expected_version + 1:
             return PublishResult("ok", version=current, merged=False)
-        current = _repair(client, path, mine, current, max_retries, metadata, repairs, keep=False).version
+        repair = _repair(client, path, mine, current, max_retries, metadata, repairs, keep=False)
+        if repair.kind == "ok":  # it could not be undone, only merged with: the edit is in
+            return PublishResult("ok", version=repair.version, merged=True, base_version=expected_version,
+                                 their_version=repair.their_version, repaired=repairs[0], body=repair.text)
+        current = repair.version
     if on_conflict == "fail":
         return PublishResult("conflict", your_version=expected_version, current_version=current,
                              repaired=_first(repairs))
@@ -874,7 +879,8 @@ def _merge(client: MarkClient, path: str, body: str, expected_version: int, curr
 
 
 def _publish_change(client: MarkClient, path: str, base: str, ours: str, current: int, sent: Optional[_Sent],
-                    tries: int, metadata: Optional[Dict[str, str]], repairs: List[int]) -> _Outcome:
+                    tries: int, metadata: Optional[Dict[str, str]], repairs: List[int],
+                    merge: Callable[[str, str, str], Tuple[str, bool]] = diff3) -> _Outcome:
     """Publish the change from `base` to `ours` onto the latest version: at most `tries` PUBLISHes.
 
     Each round reads the latest version by number (`current`, then the one
@@ -896,7 +902,7 @@ def _publish_change(client: MarkClient, path: str, base: str, ours: str, current
             current, theirs, sent = repair.version, _body(client, path, repair.version), None
         if published == tries:
             return _Outcome("contention", current)
-        merged, overlap = diff3(base, ours, theirs)
+        merged, overlap = merge(base, ours, theirs)
         if overlap:
             return _Outcome("overlap", current, merged)
         response = client.publish(path, merged, current, metadata)
@@ -915,28 +921,53 @@ def _repair(client: MarkClient, path: str, sent: _Sent, stored: int, tries: int,
     The real server can store a write made against version N as N+2 or
     later, over another writer's N+1, and answer it `conflict`: N+1's
     edits are then gone from the current document, though its writer was
-    told they landed.  With `keep`, they are merged back in, keeping ours:
-    the change from version `sent.against` to N+1 is published onto the
-    latest version ("ok").  Without `keep`, or where that overlaps, ours is
-    undone instead: the change from `sent` back to N+1 ("undone"; for the
-    latest still `stored`, that is N+1's body again).  MarkError when
-    neither lands: a person must restore N+1.
+    told they landed.  Two ways to bring them back, `keep` says which first:
+    keeping ours, publish the change from version `sent.against` to N+1
+    onto the latest version ("ok"); undoing ours, publish the change from
+    `sent` back to N+1 ("undone"; while the latest is still `stored`, that
+    is N+1's body again).  Where both overlap (a writer built on the stale
+    version next to what it dropped), N+1 is merged back in keeping both
+    sides of each overlap, N+1's lines first (`_union`): its edits are owed
+    to a writer already told they landed.  MarkError when none lands: a
+    person must restore N+1.
     """
     lost = stored - 1
     repairs.append(lost)
     restored = _body(client, path, lost)
-    if keep:
-        merged_back = _publish_change(client, path, _body(client, path, sent.against), restored, stored, None,
-                                      tries, metadata, repairs)
-        if merged_back.kind == "ok":
-            return merged_back._replace(their_version=lost)
-        stored = merged_back.version
-    undone = _publish_change(client, path, sent.text, restored, stored, None, tries, metadata, repairs)
-    if undone.kind != "ok":
-        raise MarkError("overwritten", f"{path}: the server stored a write of ours over version {lost} "
-                                       f"and restoring it failed ({undone.kind}); publish {path}/v{lost} "
-                                       "again by hand", {"lost-version": str(lost)})
-    return undone._replace(kind="undone")
+    against = _body(client, path, sent.against)
+    tries = max(tries, _REPAIR_TRIES)  # owed to another writer: more rounds than an edit gets
+    ways = [("ok", against, diff3), ("undone", sent.text, diff3)]
+    for kind, base, merge in (ways if keep else ways[::-1]) + [("ok", against, _union)]:
+        outcome = _publish_change(client, path, base, restored, stored, None, tries, metadata, repairs, merge)
+        if outcome.kind == "ok":
+            return outcome._replace(kind=kind, their_version=lost)
+        stored = outcome.version  # the latest seen: the next way starts there
+    raise MarkError("overwritten", f"{path}: the server stored a write of ours over version {lost} "
+                                   f"and restoring it failed ({outcome.kind}); publish {path}/v{lost} "
+                                   "again by hand", {"lost-version": str(lost)})
+
+
+def _union(base: str, restored: str, latest: str) -> Tuple[str, bool]:
+    """diff3, with each overlap resolved as both sides, `restored`'s lines first; overlapping
+    (True) where that cannot be read back safely (a marker line among the texts' own lines)."""
+    token = hashlib.sha256((base + restored + latest).encode("utf-8")).hexdigest()[:16]
+    start, end = f"<<<<<<< restored-{token}\n", f">>>>>>> latest-{token}\n"
+    merged, overlap = diff3(base, restored, latest, labels=(f"restored-{token}", "base", f"latest-{token}"))
+    if not overlap:
+        return merged, False
+    out: List[str] = []
+    block: Optional[List[str]] = None
+    for line in merged.splitlines(keepends=True):
+        if line == start:
+            block = []
+        elif line == end and block is not None:
+            if block.count("=======\n") != 1:
+                return merged, True  # a line of the texts reads as the separator: no safe reading
+            out += [kept for kept in block if kept != "=======\n"]
+            block = None
+        else:
+            (out if block is None else block).append(line)
+    return "".join(out), False
 
 
 def _candidate(client: MarkClient, path: str, body: str, expected_version: int, current: int,

@@ -36,6 +36,7 @@ class FakeMark:
         self.lag = None  # a version whose body the unversioned FETCH shows under the newest number
         self.server_error = None  # "after storing" or "instead": the next PUBLISH answers server-error
         self.lose_answer = False  # the next PUBLISH is stored, and its answer lost
+        self.after_fetch = {}  # path: what happens once it has been read
         self.requests = []
         for verb in ("FETCH", "PUBLISH", "VERSIONS"):
             mock.add_callback(verb, re.compile(re.escape(URL) + "/.*"), self.answer)
@@ -47,15 +48,23 @@ class FakeMark:
         if request.method == "VERSIONS":
             return self.reply("ok", current=len(self.versions), total=len(self.versions))
         if request.method == "FETCH":
-            number = re.fullmatch(r"/p/v(\d+)", path)
-            if number:
-                n = int(number.group(1))
-                if not 1 <= n <= len(self.versions):
-                    return self.reply("not-found", "\n# Not found\n\nno such version\n")
-                return self.reply("ok", self.versions[n - 1], version=n, current_version=len(self.versions))
-            shown = self.versions[(self.lag or len(self.versions)) - 1]
-            return self.reply("ok", shown, version=len(self.versions))
-        expected = int(metadata["expected-version"])
+            answer = self.read(path)
+            if path in self.after_fetch:
+                self.after_fetch.pop(path)(self)
+            return answer
+        return self.publish(int(metadata["expected-version"]), body)
+
+    def read(self, path):
+        number = re.fullmatch(r"/p/v(\d+)", path)
+        if number:
+            n = int(number.group(1))
+            if not 1 <= n <= len(self.versions):
+                return self.reply("not-found", "\n# Not found\n\nno such version\n")
+            return self.reply("ok", self.versions[n - 1], version=n, current_version=len(self.versions))
+        shown = self.versions[(self.lag or len(self.versions)) - 1]
+        return self.reply("ok", shown, version=len(self.versions))
+
+    def publish(self, expected, body):
         if self.server_error == "instead":
             return self.reply("server-error", "\n# Server error\n\ninternal error\n")
         if expected != len(self.versions):
@@ -120,6 +129,20 @@ def test_a_stale_write_that_overlaps_what_it_overwrote_is_undone(fake, client):
     assert server.versions == [BASE, rival, OURS, rival]  # v4 restores v2: our edit is not published
     assert (res.status, res.current_version, res.mergeable, res.repaired) == ("conflict", 4, False, 2)
     assert "<<<<<<< ours\nIntro, ours.\n=======\nIntro, theirs.\n>>>>>>> theirs\n" in res.body
+
+
+@pytest.mark.parametrize("mode", ["merge", "fail", "candidate"])
+def test_a_writer_that_built_on_the_stale_write_gets_both_lines_back(fake, client, mode):
+    first = BASE.replace("Middle.\n", "Middle.\nX1\n")  # X's edit, told it landed as v2
+    server = fake(BASE)
+    server.race = [lands(first)]  # ours lands as v3 over it
+    # X goes on from what it reads next, v3, which lacks X1: X2 lands where X1 stood.
+    server.after_fetch = {"/p/v3": lands(OURS.replace("Middle.\n", "Middle.\nX2\n"))}
+    res = mark_publish(client, "/p", OURS, 1, on_conflict=mode)
+    # Neither merging X1 back nor undoing ours is clean (X1 and X2 at one place): both are kept, X1
+    # first, and ours with them, so every mode answers ok: the edit is in the document.
+    assert server.versions[-1] == OURS.replace("Middle.\n", "Middle.\nX1\nX2\n")
+    assert (res.status, res.version, res.repaired, res.body) == ("ok", 5, 2, server.versions[-1])
 
 
 def test_fail_mode_undoes_its_stale_write(fake, client):
