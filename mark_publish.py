@@ -34,19 +34,25 @@ conflict is returned as it is.  With `on_conflict="merge"` the loop in
 
 1. FETCH the version the caller edited (the base; "" for version 0).
    Versions are immutable, so the client caches them.
-2. FETCH the current document (theirs) and its version.
+2. FETCH the version the conflict names (theirs), by number.
 3. `diff3(base, ours, theirs)`.  Clean: PUBLISH the merge against that
    version.  Overlapping edits: publish nothing and return `status:
    conflict, mergeable: false` with the marked body for a person or an LLM.
 4. If that PUBLISH conflicts too (yet another writer), go back to 2: at
    most `max_retries` attempts in all, then return `reason: contention`.
 
+Whenever theirs turns out to be what this call published last, the
+server stored it after all: as one past the version it was sent against,
+it landed; later, it went over another writer's version, which the
+call restores before it returns (`_repair`; the answer says `repaired`).
+
 With `on_conflict="candidate"` (`merge_candidate`) steps 1 to 3 run, and
 the merge comes back unpublished as `status: merge-candidate`, with the
 version to publish it at: for an agent that reads a merge before it lands.
 
 Every path either publishes a body holding the caller's edits or publishes
-nothing and says so: a body is never silently dropped.
+nothing of them and says so: a body is never silently dropped.  A request
+the server refuses unhandled (its rate limit) is sent again, by the deadline.
 
 Two wires carry the same Mark messages.  `mark://host[:port]` is Mark over
 QUIC, as the real Demarkus servers speak it: one QUIC connection (ALPN
@@ -101,7 +107,7 @@ MARK_PUBLISH_TOOL = {
         "current-version as expected_version; 'candidate' merges but publishes nothing: read the "
         "merge-candidate body, resolve any markers (has-markers: true), and publish it with "
         "publish-at-version as expected_version. reason: contention means others kept publishing: "
-        "call again."
+        "call again. repaired: N means the server had stored your write over version N, which was restored."
     ),
     "inputSchema": {
         "type": "object",
@@ -393,13 +399,14 @@ class MarkClient:
                     if found is not None:
                         return found
                 pause = refused.retry_after if refused.retry_after is not None else _backoff(tries)
-                if (tries == REFUSED_TRIES or time.monotonic() + pause >= deadline) and refused.after_sending:
+                if tries < REFUSED_TRIES and time.monotonic() + pause < deadline:
+                    time.sleep(pause)
+                    continue
+                if refused.after_sending:
                     raise _AnswerLost("transport", f"{doing}: the connection closed without an answer, "
                                                    f"{tries} times") from None
-                if tries == REFUSED_TRIES or time.monotonic() + pause >= deadline:
-                    raise MarkError("refused", f"{doing}: the server refused the request {tries} times "
-                                               "without handling it (over its rate limit?); try again later") from None
-                time.sleep(pause)
+                raise MarkError("refused", f"{doing}: the server refused the request {tries} times "
+                                           "without handling it (over its rate limit?); try again later") from None
         try:
             metadata, body = read_frontmatter(data.decode("utf-8"))
             status = metadata.pop("status")
@@ -535,7 +542,7 @@ def _backoff(tries: int) -> float:
 
 
 def _closed_unanswered(error: requests.RequestException) -> bool:
-    """Whether the server ended the connection without a byte of answer: refused, not handled."""
+    """Whether the server ended the connection without a byte of answer (refused, or broke)."""
     reason = error.args[0] if error.args else None
     return isinstance(reason, urllib3_exceptions.ProtocolError) and any(
         isinstance(arg, RemoteDisconnected) for arg in reason.args)
