@@ -128,7 +128,7 @@ class MarkServer(ThreadingHTTPServer):
                  rate_burst: Optional[int] = None):
         self.limit = _RateLimit(_setting("rate_limit", rate_limit, "DEMARKUS_RATE_LIMIT", 50.0, float),
                                 _setting("rate_burst", rate_burst, "DEMARKUS_RATE_BURST", 100, int))
-        self.store = Store(Path(root))
+        self.store = Store(Path(root), log)
         self.log = log
         self._open: set = set()  # connections being served, so close() can drop them
         self._open_lock = threading.Lock()
@@ -576,11 +576,12 @@ class Store:
     locking, reading and writing versions.  What each verb makes of them is
     in the functions below the class, from `dispatch` on."""
 
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, log: Optional[TextIO] = None):
         root.mkdir(parents=True, exist_ok=True)
         self.root = root.resolve()
         self.versions = self.root / "versions"
         self.versions.mkdir(exist_ok=True)
+        self.log = log
         self._write_lock = threading.Lock()  # threads of this process; flock covers processes
         with self.writing():
             self.sweep()
@@ -599,16 +600,68 @@ class Store:
             yield
 
     def sweep(self) -> None:
-        """Remove what a crash can leave: temporary links, and version files no link reaches."""
+        """Settle what a crash or a hand can leave, at start; every change is logged.
+
+        A crash between a write's two steps leaves a temporary link, or a
+        version file one past the version the link reaches and newer than
+        the link: never acknowledged (the link's swap is), so removed.
+        Anything else is kept: a link spelled otherwise (absolute, ./) is
+        read by where it leads, a file where the link should be that holds
+        a version's bytes is made that link again, and a link to an older
+        version while newer files exist is a rollback, recorded as a new
+        version with that body (history keeps every number).
+        """
+        newest: Dict[str, int] = {}
         for directory, _, files in os.walk(self.root):
             for file in files:
                 path = Path(directory, file)
                 if self.versions in path.parents:
                     match = re.fullmatch(r"(.+)\.v([0-9]+)", str(path.relative_to(self.versions)))
-                    if match and int(match.group(2)) > self._linked(match.group(1)):
-                        path.unlink()
+                    if match:
+                        newest[match.group(1)] = max(newest.get(match.group(1), 0), int(match.group(2)))
                 elif _TEMPORARY_LINK.fullmatch(file) and path.is_symlink():
+                    self._say(f"removed {path}: the temporary link of a write that never completed")
                     path.unlink()
+        for name, version in sorted(newest.items()):
+            self._settle(name, version)
+
+    def _settle(self, name: str, newest: int) -> None:
+        """Make document `name`, whose newest version file is `newest`, whole again (see `sweep`)."""
+        link = self.root / name
+        if link.exists() and not link.is_symlink():
+            data = link.read_bytes()
+            copy = next((v for v in range(newest, 0, -1) if self.version_file(name, v).exists()
+                         and self.version_file(name, v).read_bytes() == data), None)
+            if copy is None:
+                self._say(f"kept /{name} as it is: a file stands where its link should, unlike any version")
+                return
+            os.replace(self._temporary_link(name, copy), link)
+            self._say(f"made /{name} a link to version {copy} again: a file held that version's bytes")
+        linked = self._linked(name)
+        if linked == newest:
+            return
+        if linked + 1 == newest and self._leftover(name, newest):
+            self._say(f"removed {self.version_file(name, newest)}: a write that never completed")
+            self.version_file(name, newest).unlink()
+        elif not linked:
+            self._say(f"kept the versions of /{name} as they are: no link says which is current")
+        else:
+            rollback = self.read_version(name, linked)
+            self.create(name, newest + 1, rollback.body, self.version_file(name, newest).read_bytes(),
+                        rollback.publisher)
+            self._say(f"recorded /{name} linked to version {linked} of {newest} as version {newest + 1}, "
+                      "a rollback; no version removed")
+
+    def _leftover(self, name: str, version: int) -> bool:
+        """Whether version file `version` is newer than the document's link: written after its last swap."""
+        try:
+            return self.version_file(name, version).stat().st_mtime_ns >= os.lstat(self.root / name).st_mtime_ns
+        except FileNotFoundError:
+            return not (self.root / name).is_symlink()
+
+    def _say(self, line: str) -> None:
+        if self.log:
+            self.log.write(f"store: {line}\n")
 
     def _linked(self, name: str) -> int:
         """The version a document's link reaches; 0 when none does."""
@@ -652,10 +705,13 @@ class Store:
             if link.exists():
                 raise MarkFailure("not-found", f"/{name} is not a document")
             return 0
-        target = os.readlink(link)
-        match = re.fullmatch(re.escape(os.path.relpath(self.versions / name, link.parent)) + r"\.v([0-9]+)", target)
-        if not match:
-            raise MarkFailure("not-found", f"/{name} is not a document")  # a link out of the store
+        own = re.escape(os.path.relpath(self.versions / name, link.parent)) + r"\.v([0-9]+)"
+        match = re.fullmatch(own, os.readlink(link))
+        if not match:  # spelled otherwise (absolute, ./): where does it lead?
+            real = os.path.realpath(link)
+            match = re.fullmatch(re.escape(str(self.versions / name)) + r"\.v([0-9]+)", real)
+            if not match or not os.path.isfile(real):
+                raise MarkFailure("not-found", f"/{name} is not a document")  # a link out of the store
         return int(match.group(1))
 
     def version_file(self, name: str, version: int) -> Path:
@@ -688,9 +744,11 @@ class Store:
         real = target.parent.resolve()
         if real != self.versions and self.versions not in real.parents:  # a link planted in versions/
             raise MarkFailure("not-found", f"/{name} cannot be stored")
-        if target.exists():  # no link reaches it (the version is N-1), so a crash left it
-            target.unlink()
-        temporary = link.parent / f".{link.name}.{uuid.uuid4().hex}"
+        if target.exists():
+            if not self._leftover(name, version):  # never remove what may have been acknowledged
+                raise MarkFailure("server-error", f"/{name}: version {version} exists already")
+            target.unlink()  # no link reaches it, and it is newer than the link: a crash left it
+        temporary: Optional[Path] = None
         try:
             fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444)
             try:
@@ -699,14 +757,22 @@ class Store:
             finally:
                 os.close(fd)
             _fsync_directory(target.parent)
-            os.symlink(os.path.relpath(target, link.parent), temporary)
+            temporary = self._temporary_link(name, version)
             os.replace(temporary, link)
         except BaseException:
-            _remove(temporary)
+            if temporary:
+                _remove(temporary)
             if self._linked(name) < version:
                 _remove(target)
             raise
         _fsync_directory(link.parent)  # the swap survives a power cut, not just a crash
+
+    def _temporary_link(self, name: str, version: int) -> Path:
+        """A new link to version `version`, beside the document's link, to swap in."""
+        link = self.root / name
+        temporary = link.parent / f".{link.name}.{uuid.uuid4().hex}"
+        os.symlink(os.path.relpath(self.version_file(name, version), link.parent), temporary)
+        return temporary
 
     def archive_marker(self, name: str) -> Path:
         return self.versions / f"{name}.archived"

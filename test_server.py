@@ -765,3 +765,79 @@ def test_bad_rate_settings_are_refused_by_name(tmp_path, capsys, argv, word):
 
     assert main(["--root", str(tmp_path / "store"), "--port", "0"] + argv) == 2
     assert word in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- what start-up keeps
+
+def three_versions(root):
+    with serve(root, token=TOKEN, log=None) as server:
+        for n in range(3):
+            assert publish(server, "/a.md", f"v{n + 1}\n", n)[0] == "created"
+    return sorted(p.name for p in (root / "versions").glob("a.md.v*"))
+
+
+@pytest.mark.parametrize("spelling", ["absolute", "dot-slash"])
+def test_a_link_spelled_otherwise_keeps_every_version(tmp_path, spelling):
+    root = tmp_path / "store"
+    files = three_versions(root)
+    target = str(root / "versions" / "a.md.v3") if spelling == "absolute" else "./versions/a.md.v3"
+    (root / "a.md").unlink()
+    os.symlink(target, root / "a.md")
+    log = io.StringIO()
+    with serve(root, token=TOKEN, log=log) as server:
+        assert sorted(p.name for p in (root / "versions").glob("a.md.v*")) == files
+        status, meta, body = send(server, "FETCH", "/a.md")
+        assert (status, meta["version"], body) == ("ok", "3", "v3\n")
+        assert publish(server, "/a.md", "v4\n", 3)[0] == "created"
+    assert "removed" not in log.getvalue()
+
+
+def test_a_link_copied_as_a_file_becomes_a_link_again(tmp_path):
+    root = tmp_path / "store"
+    files = three_versions(root)
+    data = (root / "a.md").read_bytes()  # what a backup tool that copies links as files leaves
+    (root / "a.md").unlink()
+    (root / "a.md").write_bytes(data)
+    log = io.StringIO()
+    with serve(root, token=TOKEN, log=log) as server:
+        assert sorted(p.name for p in (root / "versions").glob("a.md.v*")) == files
+        assert (root / "a.md").is_symlink() and send(server, "FETCH", "/a.md")[2] == "v3\n"
+    assert "made /a.md a link to version 3 again" in log.getvalue()
+
+
+def test_a_file_unlike_any_version_is_kept_and_so_are_the_versions(tmp_path):
+    root = tmp_path / "store"
+    files = three_versions(root)
+    (root / "a.md").unlink()
+    (root / "a.md").write_text("someone's notes\n")
+    log = io.StringIO()
+    with serve(root, token=TOKEN, log=log):
+        assert sorted(p.name for p in (root / "versions").glob("a.md.v*")) == files
+        assert (root / "a.md").read_text() == "someone's notes\n"
+    assert "kept /a.md as it is" in log.getvalue()
+
+
+def test_a_hand_rollback_is_served_and_the_newer_versions_kept(tmp_path):
+    root = tmp_path / "store"
+    files = three_versions(root)
+    (root / "a.md").unlink()
+    os.symlink("versions/a.md.v1", root / "a.md")  # back to version 1, by hand
+    log = io.StringIO()
+    with serve(root, token=TOKEN, log=log) as server:
+        assert set(files) < {p.name for p in (root / "versions").glob("a.md.v*")}
+        status, meta, body = send(server, "FETCH", "/a.md")
+        assert (meta["version"], body) == ("4", "v1\n")  # the rollback, as a version of its own
+        assert send(server, "FETCH", "/a.md/v3")[2] == "v3\n"
+        assert send(server, "VERSIONS", "/a.md")[1]["chain-valid"] == "true"
+    assert "a rollback; no version removed" in log.getvalue()
+
+
+def test_every_file_the_sweep_removes_is_logged(tmp_path):
+    root = tmp_path / "store"
+    with serve(root, token=TOKEN, log=None) as first:
+        publish(first, "/a.md", "v1\n", 0)
+    (root / "versions" / "a.md.v2").write_text("---\nversion: \"2\"\n---\nhalf")
+    log = io.StringIO()
+    with serve(root, token=TOKEN, log=log):
+        assert not (root / "versions" / "a.md.v2").exists()
+    assert f"removed {root.resolve() / 'versions' / 'a.md.v2'}: a write that never completed" in log.getvalue()
