@@ -56,9 +56,10 @@ import sys
 import threading
 import time
 import uuid
+from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Callable, Dict, NamedTuple, Optional, TextIO, Tuple
+from typing import Callable, Dict, List, NamedTuple, Optional, TextIO, Tuple
 from urllib.parse import quote, unquote
 
 try:
@@ -107,10 +108,16 @@ def serve(root, host: str = "127.0.0.1", port: int = 0, token: Optional[str] = N
 class MarkServer(ThreadingHTTPServer):
     """The HTTP server and its store; a context manager that closes itself.
 
-    What one server holds is bounded: MAX_CONNECTIONS at once (one more is
-    closed as it arrives), MAX_BUFFERED bytes of request bodies in memory
-    across them (a request waits for room), and REQUEST_DEADLINE seconds to
-    receive a whole request (a client trickling one is dropped, nothing stored).
+    What one server holds is bounded, and so is what one client address
+    may take of it: MAX_CONNECTIONS connections (HTTP) and requests being
+    read (QUIC) at once, PER_CLIENT of them from one address (one more is
+    closed, or its stream ended, as it arrives); MAX_BUFFERED bytes of
+    request bodies in memory, a quarter of it (or one whole request) from
+    one address, taken as the bytes arrive, while bodies of at most
+    SMALL_BODY bytes need none (a request waits for room); MAX_STREAMS
+    streams open at once on one QUIC connection, as the real server's
+    DEMARKUS_MAX_STREAMS; and REQUEST_DEADLINE seconds to receive a whole
+    request (a client trickling one is dropped, nothing stored).
     Each client address may send `rate_limit` requests a second, in bursts
     of `rate_burst`; one more is refused unread, as the real server refuses
     it: over QUIC its stream is ended unanswered, over HTTP it is answered
@@ -120,7 +127,9 @@ class MarkServer(ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 256  # the default 5 resets connections when clients arrive in a burst
     MAX_CONNECTIONS = 64
+    PER_CLIENT = 16
     MAX_BUFFERED = 128 * 1024 * 1024
+    SMALL_BODY = 64 * 1024
     REQUEST_DEADLINE = 60.0
 
     def __init__(self, root, host: str, port: int, token: Optional[str], tokens_file=None,
@@ -130,11 +139,12 @@ class MarkServer(ThreadingHTTPServer):
                                 _setting("rate_burst", rate_burst, "DEMARKUS_RATE_BURST", 100, int))
         self.store = Store(Path(root), log)
         self.log = log
-        self._open: set = set()  # connections being served, so close() can drop them
+        self._open: Dict[socket.socket, str] = {}  # connections being served, and whose, so close() can drop them
         self._open_lock = threading.Lock()
         self.grants = load_grants(token, tokens_file)
         self.slots = threading.BoundedSemaphore(self.MAX_CONNECTIONS)
-        self.buffered = _Budget(self.MAX_BUFFERED)
+        self.holders = _Holders(self.PER_CLIENT)
+        self.buffered = _Budget(self.MAX_BUFFERED, max(self.MAX_BUFFERED // 4, MAX_DOCUMENT + MAX_METADATA))
         self.address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
         super().__init__((host, port), Handler)
         host, port = self.server_address[:2]
@@ -151,20 +161,24 @@ class MarkServer(ThreadingHTTPServer):
         self.certificate_pem = self._quic.certificate_pem
 
     def process_request(self, request, client_address) -> None:
+        if not self.holders.take(client_address[0]):
+            request.close()  # this client holds its share: it sees the connection closed
+            return
         if not self.slots.acquire(blocking=False):
+            self.holders.give(client_address[0])
             request.close()  # full: the client sees the connection closed and may come back
             return
         with self._open_lock:
-            self._open.add(request)
+            self._open[request] = client_address[0]
         super().process_request(request, client_address)
 
     def shutdown_request(self, request) -> None:
         with self._open_lock:
-            served = request in self._open
-            self._open.discard(request)
+            client = self._open.pop(request, None)
         super().shutdown_request(request)
-        if served:
+        if client is not None:
             self.slots.release()
+            self.holders.give(client)
 
     def handle_error(self, request, client_address) -> None:
         """A connection that broke: one line in the log, never a traceback on stderr."""
@@ -251,7 +265,11 @@ class Handler(BaseHTTPRequestHandler):
             self.end_headers()
             self.server.refused(self.client_address[0])
             return
-        _, payload = self.server.respond(self.command, self.path, self.read_request)
+        self.held = 0  # bytes of the body taken from the server's budget
+        try:
+            _, payload = self.server.respond(self.command, self.path, self.read_request)
+        finally:
+            self.server.buffered.give(self.held, self.client_address[0], self)
         self.send_response(200)
         self.send_header("Content-Type", "text/markdown; charset=utf-8")
         self.send_header("Content-Length", str(len(payload)))
@@ -275,8 +293,7 @@ class Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             self.receive(min(int(length), 4 * MAX_DOCUMENT), keep=False)
             raise MarkFailure("too-large", f"requests are limited to {limit} bytes")
-        with self.server.buffered.reserve(int(length)):
-            raw = self.receive(int(length))
+        raw = self.receive(int(length))
         if len(raw) != int(length):  # the client went away mid-body: half a request is no request
             self.close_connection = True
             raise MarkFailure("bad-request", "the request body was cut off")
@@ -309,10 +326,13 @@ class Handler(BaseHTTPRequestHandler):
     def receive(self, length: int, keep: bool = True) -> bytes:
         """The body; shorter if the client stopped or was dropped.
 
-        With `keep=False` it is read and dropped as it comes.  Once it is
-        in, the request deadline no longer applies.
+        A body kept and larger than SMALL_BODY takes its bytes from the
+        server's budget as they arrive, waiting for room (until the
+        deadline); with `keep=False` it is read and dropped as it comes.
+        Once it is in, the request deadline no longer applies.
         """
         chunks, size = [], 0
+        budgeted = keep and length > self.server.SMALL_BODY
         while size < length:
             try:
                 chunk = self.rfile.read1(min(1 << 16, length - size))
@@ -320,6 +340,10 @@ class Handler(BaseHTTPRequestHandler):
                 break
             if not chunk:
                 break
+            if budgeted:
+                if not self.server.buffered.take(len(chunk), self.client_address[0], self, self.server.REQUEST_DEADLINE):
+                    break
+                self.held += len(chunk)
             if keep:
                 chunks.append(chunk)
             size += len(chunk)
@@ -372,25 +396,86 @@ def _setting(name: str, given, variable: str, default, kind):
     return value
 
 
+class _Holders:
+    """How many connections or requests each client address holds; at most `most` each."""
+
+    def __init__(self, most: int):
+        self.most = most
+        self._held: Counter = Counter()
+        self._lock = threading.Lock()
+
+    def take(self, client: str) -> bool:
+        with self._lock:
+            if self._held[client] >= self.most:
+                return False
+            self._held[client] += 1
+            return True
+
+    def give(self, client: str) -> None:
+        with self._lock:
+            self._held[client] -= 1
+            if not self._held[client]:
+                del self._held[client]
+
+
 class _Budget:
-    """Bytes of request bodies the server may hold at once; a request waits for room."""
+    """Bytes of request bodies the server holds at once: `limit` in all, `share` from one client.
 
-    def __init__(self, limit: int):
-        self.limit, self.used = limit, 0
+    Requests take bytes as they arrive and give them all back when answered;
+    one that finds no room waits (HTTP's threads in `take`, QUIC's
+    coroutines in `take_async`).  Requests that each hold part of their
+    body could all wait on each other; so one of them at a time, the first
+    to find no room, may go past the limit (by one request at most) and finish.
+    """
+
+    def __init__(self, limit: int, share: int):
+        self.limit, self.share, self.used = limit, min(share, limit), 0
+        self._by: Counter = Counter()
         self._room = threading.Condition()
+        self._waiting: set = set()  # (loop, asyncio.Event) of coroutines waiting for room
+        self._beyond: Optional[object] = None  # the request that may go past the limit
 
-    @contextlib.contextmanager
-    def reserve(self, size: int):
-        """Hold `size` bytes of the budget (at most its limit) while the block runs."""
+    def _took(self, size: int, client: str, request: object) -> bool:
+        if self.used + size > self.limit or self._by[client] + size > self.share:
+            if self._beyond not in (None, request):
+                return False
+            self._beyond = request
+        self.used += size
+        self._by[client] += size
+        return True
+
+    def take(self, size: int, client: str, request: object, timeout: float) -> bool:
+        """Take `size` bytes for `request` of `client`, waiting up to `timeout` seconds for room."""
         with self._room:
-            self._room.wait_for(lambda: self.used + size <= self.limit)
-            self.used += size
-        try:
-            yield
-        finally:
+            return self._room.wait_for(lambda: self._took(size, client, request), timeout)
+
+    async def take_async(self, size: int, client: str, request: object) -> None:
+        """Take `size` bytes for `request` of `client`, waiting for room as long as the caller lets it."""
+        loop = asyncio.get_running_loop()
+        while True:
+            event = asyncio.Event()
             with self._room:
-                self.used -= size
-                self._room.notify_all()
+                if self._took(size, client, request):
+                    return
+                self._waiting.add((loop, event))
+            try:
+                await event.wait()
+            finally:
+                with self._room:
+                    self._waiting.discard((loop, event))
+
+    def give(self, size: int, client: str, request: object) -> None:
+        """Give back all that `request` of `client` took: `size` bytes."""
+        with self._room:
+            self.used -= size
+            self._by[client] -= size
+            if self._by[client] <= 0:
+                del self._by[client]
+            if self._beyond is request:
+                self._beyond = None
+            self._room.notify_all()
+            for loop, event in self._waiting:
+                loop.call_soon_threadsafe(event.set)
 
 
 class MarkFailure(Exception):
@@ -419,40 +504,81 @@ class _QuicListener:
     The client writes "VERB /path\n", the metadata block and the body, and
     ends its side; the answer is written back and the stream ended.  aioquic
     is asyncio-only, so the listener runs its own event loop on a thread;
-    the store's work runs on worker threads, as it does for HTTP.  At most
-    MAX_CONNECTIONS requests are read at once (each at most a document and
-    its metadata), each by REQUEST_DEADLINE.
+    the store's work runs on worker threads, as it does for HTTP.
+
+    What a client can hold is bounded as over HTTP (MarkServer says how),
+    and more: a stream gets flow-control credit only for what its handler
+    has taken in (WINDOW bytes ahead), not, as aioquic grants it, for what
+    arrived, so a stream waiting for a slot or for room in the budget holds
+    WINDOW bytes at most.  A stream reset by the client frees its slot at
+    once; one past REQUEST_DEADLINE is reset, and one past the size limit
+    is answered too-large and told to stop sending: neither is buffered.
     """
+
+    WINDOW = 64 * 1024
 
     def __init__(self, server: "MarkServer", host: str, port: int, tls_cert=None, tls_key=None):
         try:
             from aioquic.asyncio import QuicConnectionProtocol
             from aioquic.asyncio.server import QuicServer
             from aioquic.quic.configuration import QuicConfiguration
-            from aioquic.quic.events import StreamDataReceived
+            from aioquic.quic.connection import MAX_STREAM_DATA_FRAME_CAPACITY
+            from aioquic.quic.events import StreamDataReceived, StreamReset
+            from aioquic.quic.packet import QuicFrameType
         except ImportError:
             raise RuntimeError("Mark over QUIC needs aioquic: pip install 'mark-publish[quic]'") from None
         from cryptography.hazmat.primitives.serialization import Encoding
 
+        window = self.WINDOW
+        max_streams = int(_setting("max_streams", None, "DEMARKUS_MAX_STREAMS", 10, int)) or 1
+
         class Protocol(QuicConnectionProtocol):
-            """Notes which streams the client ended: a stream whose connection ended is cut off."""
+            """One client's connection: its address, which streams it ended, what each handler took in."""
 
             def __init__(self, *args, **kwargs):
                 super().__init__(*args, **kwargs)
                 self.ended: set = set()
+                self.taken: Dict[int, int] = {}
                 self.address = ""
+                limit = self._quic._local_max_streams_bidi  # set before the handshake announces it
+                limit.value = limit.sent = max_streams
+                self._quic._write_stream_limits = self._credit
 
             def datagram_received(self, data, addr) -> None:
-                self.address = addr[0]  # the client's, for its rate limit
+                self.address = addr[0]  # the client's, for what it may hold
                 super().datagram_received(data, addr)
 
             def quic_event_received(self, event) -> None:
                 if isinstance(event, StreamDataReceived) and event.end_stream:
                     self.ended.add(event.stream_id)
+                elif isinstance(event, StreamReset) and event.stream_id in self._stream_readers:
+                    self._stream_readers[event.stream_id].feed_eof()  # its handler sees it cut off
                 super().quic_event_received(event)
 
+            def took(self, stream: int, size: int) -> None:
+                """The handler took `size` more bytes of `stream` in: credit for as many more."""
+                self.taken[stream] = self.taken.get(stream, 0) + size
+                self.transmit()
+
+            def done(self, stream: int) -> None:
+                self.taken.pop(stream, None)
+                self.ended.discard(stream)
+                self._stream_readers.pop(stream, None)
+
+            def _credit(self, builder, space, stream) -> None:
+                """aioquic's MAX_STREAM_DATA, granted for what the handler took in, not for what arrived."""
+                granted = stream.max_stream_data_local
+                if granted and self.taken.get(stream.stream_id, 0) + window > granted:
+                    stream.max_stream_data_local = self.taken[stream.stream_id] + window
+                if stream.max_stream_data_local_sent != stream.max_stream_data_local:
+                    buf = builder.start_frame(QuicFrameType.MAX_STREAM_DATA, capacity=MAX_STREAM_DATA_FRAME_CAPACITY,
+                                              handler=self._quic._on_max_stream_data_delivery, handler_args=(stream,))
+                    buf.push_uint_var(stream.stream_id)
+                    buf.push_uint_var(stream.max_stream_data_local)
+                    stream.max_stream_data_local_sent = stream.max_stream_data_local
+
         self.server = server
-        configuration = QuicConfiguration(is_client=False, alpn_protocols=["mark"])
+        configuration = QuicConfiguration(is_client=False, alpn_protocols=["mark"], max_stream_data=window)
         if tls_cert:
             configuration.load_cert_chain(tls_cert, tls_key)
         else:
@@ -481,28 +607,47 @@ class _QuicListener:
         self.loop.close()
 
     def _stream(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        address = writer.transport.protocol.address
-        if self.server.limit.wait(address):
-            writer.write_eof()  # as the real server refuses: the stream ended, unread and unanswered
+        protocol, stream = writer.transport.protocol, writer.get_extra_info("stream_id")
+        address = protocol.address
+        if self.server.limit.wait(address) or not self.server.holders.take(address):
+            # As the real server refuses: the stream ended, unread and unanswered.
+            protocol._quic.stop_stream(stream, 0)
+            writer.write_eof()
+            protocol.done(stream)
             self.server.refused(address)
             return
         task = self.loop.create_task(self._exchange(reader, writer))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        task.add_done_callback(lambda _: self.server.holders.give(address))
 
     async def _exchange(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        async with self._slots:
-            try:
-                data = await asyncio.wait_for(self._receive(reader), self.server.REQUEST_DEADLINE)
-            except asyncio.TimeoutError:
-                writer.write_eof()  # a client trickling a request is dropped, nothing stored
+        protocol, stream = writer.transport.protocol, writer.get_extra_info("stream_id")
+        held: List[int] = [0]  # bytes taken from the server's budget
+        try:
+            async with self._slots:
+                try:
+                    data = await asyncio.wait_for(self._receive(reader, protocol, stream, held),
+                                                  self.server.REQUEST_DEADLINE)
+                except asyncio.TimeoutError:
+                    # A client trickling a request is dropped, nothing stored, nothing more read.
+                    protocol._quic.stop_stream(stream, 0)
+                    protocol._quic.reset_stream(stream, 0)
+                    protocol.transmit()
+                    return
+            if data is not None and stream not in protocol.ended:
+                # Reset, or its connection ended: half a request is no request.
+                if self.server.log:
+                    self.server.log.write("a QUIC request was cut off before its end: nothing stored\n")
                 return
-        stream, protocol = writer.get_extra_info("stream_id"), writer.transport.protocol
-        if stream not in protocol.ended:  # the connection ended, not the request: half a request is no request
-            if self.server.log:
-                self.server.log.write("a QUIC request was cut off by its connection's end: nothing stored\n")
-            return
-        protocol.ended.discard(stream)
+            if data is None:  # past the size limit: answered, and told to stop sending
+                protocol._quic.stop_stream(stream, 0)
+            await self._answer(data, writer)
+        finally:
+            protocol.done(stream)
+            self.server.buffered.give(held[0], protocol.address, held)
+
+    async def _answer(self, data: Optional[bytes], writer: asyncio.StreamWriter) -> None:
         line, newline, rest = (data or b"").partition(b"\n")
         verb, space, path = line.partition(b" ")
 
@@ -521,15 +666,24 @@ class _QuicListener:
         writer.write(payload)
         writer.write_eof()
 
-    async def _receive(self, reader: asyncio.StreamReader) -> Optional[bytes]:
-        """The whole request; None once it passes the size limit (the rest is read and dropped)."""
+    async def _receive(self, reader: asyncio.StreamReader, protocol, stream: int, held: List[int]) -> Optional[bytes]:
+        """The whole request (or as much as came before the stream was cut off); None past the size limit.
+
+        Past SMALL_BODY bytes, each chunk is taken from the server's budget,
+        waiting for room, before its credit is given back to the client.
+        """
         limit = MAX_DOCUMENT + MAX_METADATA + MAX_PATH + 16  # the request line, too
         chunks, size = [], 0
-        while chunk := await reader.read(1 << 16):
+        while chunk := await reader.read(self.WINDOW):
             size += len(chunk)
-            if size <= limit:
-                chunks.append(chunk)
-        return b"".join(chunks) if size <= limit else None
+            if size > limit:
+                return None
+            if size > self.server.SMALL_BODY:
+                await self.server.buffered.take_async(len(chunk), protocol.address, held)
+                held[0] += len(chunk)
+            chunks.append(chunk)
+            protocol.took(stream, len(chunk))
+        return b"".join(chunks)
 
     def close(self) -> None:
         """Close every connection (clients see it closed at once) and stop listening."""
@@ -537,6 +691,8 @@ class _QuicListener:
             self._quic.close()
             for task in list(self._tasks):
                 task.cancel()
+            if self._tasks:  # let them end here, not be collected half-done once the loop is gone
+                await asyncio.wait(list(self._tasks), timeout=1.0)
 
         asyncio.run_coroutine_threadsafe(stop(), self.loop).result()
         self.loop.call_soon_threadsafe(self.loop.stop)
