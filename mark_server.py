@@ -57,6 +57,7 @@ import threading
 import time
 import uuid
 from collections import Counter
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Callable, Dict, List, NamedTuple, Optional, TextIO, Tuple
@@ -213,7 +214,10 @@ class MarkServer(ThreadingHTTPServer):
         metadata, body = read_request(text)
         if not (verb == "FETCH" and path == "/health"):
             version = _VERSION_PATH.fullmatch(path) if verb == "FETCH" else None
-            self.grants.check(metadata.get("auth"), verb, version.group(1) if version else path)
+            checked = version.group(1) if version else path
+            if verb == "LIST" and not checked.endswith("/"):
+                checked += "/"  # LIST /private lists what /private/** protects
+            self.grants.check(metadata.get("auth"), verb, checked)
         return dispatch(self.store, verb, path, metadata, body)
 
     def refused(self, address: str) -> None:
@@ -739,6 +743,8 @@ class Store:
         self.versions.mkdir(exist_ok=True)
         self.log = log
         self._write_lock = threading.Lock()  # threads of this process; flock covers processes
+        self._histories: Dict[str, _History] = {}
+        self._history_lock = threading.Lock()
         with self.writing():
             self.sweep()
 
@@ -895,11 +901,12 @@ class Store:
             header["previous-hash"] = _sha256(previous)
         target = self.version_file(name, version)
         link = self.root / name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        link.parent.mkdir(parents=True, exist_ok=True)
-        real = target.parent.resolve()
+        existing = next(folder for folder in (target.parent, *target.parent.parents) if folder.exists())
+        real = existing.resolve()
         if real != self.versions and self.versions not in real.parents:  # a link planted in versions/
             raise MarkFailure("not-found", f"/{name} cannot be stored")
+        _make_directories(target.parent)
+        _make_directories(link.parent)
         if target.exists():
             if not self._leftover(name, version):  # never remove what may have been acknowledged
                 raise MarkFailure("server-error", f"/{name}: version {version} exists already")
@@ -929,6 +936,19 @@ class Store:
         temporary = link.parent / f".{link.name}.{uuid.uuid4().hex}"
         os.symlink(os.path.relpath(self.version_file(name, version), link.parent), temporary)
         return temporary
+
+    def history(self, name: str, current: int) -> "_History":
+        """What VERSIONS says of versions 1 to `current`, read from disk once: versions never change."""
+        with self._history_lock:
+            history = self._histories.setdefault(name, _History())
+            while len(history.modified) < current:
+                version = len(history.modified) + 1
+                stored = self.read_version(name, version)
+                if history.valid_up_to == version - 1 and stored.header.get("previous-hash") == history.last:
+                    history.valid_up_to = version
+                history.modified.append(self.modified(name, version))
+                history.last = _sha256(stored.data)
+            return history
 
     def archive_marker(self, name: str) -> Path:
         return self.versions / f"{name}.archived"
@@ -993,14 +1013,11 @@ def _versions(store: Store, name: str):
     current = store.current(name)
     if not current:
         raise MarkFailure("not-found", f"/{name} not found")
-    previous, valid = None, True
-    lines = []
-    for version in range(1, current + 1):
-        stored = store.read_version(name, version)
-        valid = valid and stored.header.get("previous-hash") == (_sha256(previous) if previous else None)
-        lines.append(f"- [v{version}]({_link('/' + name)}/v{version}) - {store.modified(name, version)}\n")
-        previous = stored.data
+    history = store.history(name, current)
+    lines = [f"- [v{version}]({_link('/' + name)}/v{version}) - {modified}\n"
+             for version, modified in enumerate(history.modified[:current], start=1)]
     body = f"\n# Version History: {_escape('/' + name)}\n\n" + "".join(reversed(lines))
+    valid = history.valid_up_to >= current
     return "ok", {"total": str(current), "current": str(current),
                   "chain-valid": "true" if valid else "false"}, body
 
@@ -1057,6 +1074,15 @@ def _archive(store: Store, name: str):
         raise MarkFailure("not-found", f"/{name} not found")
     store.archive_marker(name).touch()
     return "ok", {"version": str(current), "archived": "true"}, ""
+
+
+@dataclass
+class _History:
+    """A document's versions as VERSIONS reports them: when each was made, and how far
+    the hash chain holds (each version's previous-hash is the one before's file)."""
+    modified: List[str] = field(default_factory=list)
+    valid_up_to: int = 0
+    last: Optional[str] = None  # the hash of the newest version file read: the next one's previous-hash
 
 
 class _Stored(NamedTuple):
@@ -1144,6 +1170,20 @@ def _fsync_directory(directory: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def _make_directories(directory: Path) -> None:
+    """mkdir -p, syncing each new directory's parent: new entries must survive a power cut too."""
+    missing = []
+    while not directory.exists():
+        missing.append(directory)
+        directory = directory.parent
+    for new in reversed(missing):
+        try:
+            new.mkdir()
+        except FileExistsError:
+            pass
+        _fsync_directory(new.parent)
 
 
 def _remove(path: Path) -> None:

@@ -238,7 +238,7 @@ def test_read_grants_protect_their_paths(tmp_path):
         assert publish(server, "/private/p.md", "# secret\n", token="wtok")[0] == "created"
         assert publish(server, "/open.md", "# open\n", token="wtok")[0] == "created"
         for verb, path in (("FETCH", "/private/p.md"), ("FETCH", "/private/p.md/v1"),
-                           ("VERSIONS", "/private/p.md"), ("LIST", "/private/")):
+                           ("VERSIONS", "/private/p.md"), ("LIST", "/private/"), ("LIST", "/private")):
             assert send(server, verb, path)[0] == "unauthorized"
             assert send(server, verb, path, {"auth": "wtok"})[0] == "not-permitted"
             assert send(server, verb, path, {"auth": "rtok"})[0] == "ok"
@@ -549,12 +549,39 @@ def test_store_files_are_unreachable_from_document_paths(server, attack):
     assert publish(server, "/team/future.md", "v1\n", 0)[0] == "created"
 
 
-def test_link_planted_in_versions_writes_nothing_outside(server, tmp_path):
+@pytest.mark.parametrize("path", ["/docs/a.md", "/docs/x/y/a.md"])
+def test_link_planted_in_versions_writes_nothing_outside(server, tmp_path, path):
     outside = tmp_path / "outside"
     outside.mkdir()
     (tmp_path / "store" / "versions" / "docs").symlink_to(outside)
-    assert publish(server, "/docs/a.md", "x")[0] == "not-found"
-    assert list(outside.iterdir()) == []
+    assert publish(server, path, "x")[0] == "not-found"
+    assert list(outside.iterdir()) == []  # not even a directory
+
+
+def test_new_directories_are_synced_into_their_parents(tmp_path):
+    out = run_store(tmp_path, (
+        "synced, real_fsync = [], os.fsync\n"
+        "os.fsync = lambda fd: (synced.append(os.readlink(f'/proc/self/fd/{fd}')), real_fsync(fd))\n"
+        "publish('/a/b/c.md', 'x', 0)\n"
+        "print('\\n'.join(sorted(set(synced))))\n"
+    ))
+    root = (tmp_path / "store").resolve()
+    synced = set(out.split())
+    for made in ("a", "a/b", "versions/a", "versions/a/b"):  # each new directory's entry, in its parent
+        assert str((root / made).parent) in synced, made
+
+
+def test_versions_reads_each_version_once(server, monkeypatch):
+    for n in range(5):
+        publish(server, "/a.md", f"v{n}\n", n)
+    assert send(server, "VERSIONS", "/a.md")[1]["total"] == "5"
+    publish(server, "/a.md", "v5\n", 5)
+    read = []
+    real = server.store.read_version
+    monkeypatch.setattr(server.store, "read_version", lambda *args: (read.append(args), real(*args))[1])
+    status, meta, body = send(server, "VERSIONS", "/a.md")
+    assert (meta["total"], meta["chain-valid"], body.count("- [v")) == ("6", "true", 6)
+    assert read == [("a.md", 6)]  # the new version, not the whole history again
 
 
 def test_content_length_that_is_not_ascii_closes_the_connection(server):
