@@ -5,6 +5,7 @@
     python bench.py publish   # the merge publish loop against the reference server
     python bench.py real      # the same against the real demarkus-server (../shared), rate limit on and off
     python bench.py crash     # kill -9 the server mid-write: acknowledged versions lost, documents wedged
+    python bench.py limits    # what one client can take of the reference server from the others
 
 Every scenario is built from a fixed seed, so two runs measure the same work.
 Times are medians of several runs; the machine is shared and noisy, so
@@ -12,6 +13,7 @@ compare ratios measured in one run rather than absolute figures across runs.
 """
 
 import argparse
+import collections
 import hashlib
 import os
 import random
@@ -28,8 +30,8 @@ from pathlib import Path
 from diff3 import diff3
 from mark_publish import MarkClient, MarkError, PublishResult, _Refused, mark_publish
 from mark_server import serve
-from testkit import (REAL_DEMARKUS, SHAPES, generate, inside_loopback, real_demarkus, sectioned_document, together,
-                     write_rounds)
+from testkit import (ELSEWHERE, REAL_DEMARKUS, SHAPES, Attacker, generate, http_from, inside_loopback, real_demarkus,
+                     sectioned_document, together, write_rounds)
 
 WORDS = (
     "agent document merge version paragraph server client publish conflict "
@@ -287,13 +289,16 @@ def bench_crash(args) -> None:
           f"writes refused as if wedged: {len(refused)}   documents wedged at the end: {wedged}")
 
 
-def start_server(root: str, token: str):
-    """mark_server.py as its own process on a free port; (process, url)."""
+def start_server(root: str, token: str, *options: str):
+    """mark_server.py as its own process on a free port; (process, url, and the mark:// URL with --quic)."""
     process = subprocess.Popen([sys.executable, str(Path(__file__).with_name("mark_server.py")),
-                                "--root", root, "--port", "0"],
+                                "--root", root, "--port", "0", *options],
                                env={**os.environ, "MARK_TOKEN": token}, stderr=subprocess.PIPE, text=True)
     url = process.stderr.readline().rsplit(" at ", 1)[1].strip()
-    return process, url
+    mark_url = process.stderr.readline().split(" at ", 1)[1].split(",")[0] if "--quic" in options else None
+    # Its log goes on: read it, or the server stops when the pipe is full.
+    threading.Thread(target=process.stderr.read, daemon=True).start()
+    return (process, url) if mark_url is None else (process, url, mark_url)
 
 
 def crash_writer(url: str, token: str, path: str, size: int, acknowledged: dict, refused: list) -> None:
@@ -431,6 +436,67 @@ def bench_real(args) -> None:
     print("real limited: the real server's default rate limit; real unlimited: DEMARKUS_RATE_LIMIT=0.")
 
 
+# ---------------------------------------------------------------- limits
+
+def bench_limits(args) -> None:
+    """What one client, from 127.0.0.2, can take from the others (from 127.0.0.1), against
+    mark_server.py in a process of its own, its rate limit off."""
+    token = "bench-token"
+    with tempfile.TemporaryDirectory() as root:
+        process, url, mark_url = start_server(root, token, "--quic", "--rate-limit", "0")
+        try:
+            print(f"{'what':58} {'answered':>9} {'median ms':>9}")
+            print("-" * 78)
+            print(limits_row("QUIC FETCH, nobody else", mark_url, args.requests))
+            attacker = Attacker(int(mark_url.rsplit(":", 1)[1]))
+            for _ in range(7):  # 70 requests that never end: as many as it may open
+                connection = attacker.connect()
+                for _ in range(10):
+                    attacker.open(connection, b"PUBLISH /x.md\n---\n")
+            print(limits_row("QUIC FETCH, one client holding 64+ streams open", mark_url, args.requests))
+            attacker.close()
+            idle = [http_from(url, ELSEWHERE) for _ in range(64)]
+            print(limits_row("HTTP FETCH, one client holding 64 idle sockets", url, args.requests))
+            for conn in idle:
+                conn.close()
+            before = memory(process.pid)["VmRSS"]
+
+            def upload(n: int) -> str:
+                with MarkClient(mark_url, token=token, verify=False, timeout=120) as client:
+                    try:
+                        return client.publish(f"/big{n}.md", "x" * (8 << 20)).status
+                    except MarkError as error:
+                        return error.status
+
+            statuses = together(*[lambda n=n: upload(n) for n in range(args.uploads)])
+            peak = memory(process.pid)["VmHWM"]
+            print(f"\nserver RSS {before / 1024:.0f} MiB before {args.uploads} concurrent 8 MiB QUIC uploads, "
+                  f"{peak / 1024:.0f} MiB at the peak; uploads: {dict(collections.Counter(statuses))}")
+        finally:
+            process.kill()
+            process.wait()
+
+
+def limits_row(what: str, url: str, requests: int) -> str:
+    answered, times = 0, []
+    with MarkClient(url, verify=False, timeout=5) as client:
+        for _ in range(requests):
+            start = time.perf_counter()
+            try:
+                answered += client.fetch("/health").status == "ok"
+            except MarkError:
+                pass
+            times.append(time.perf_counter() - start)
+    return f"{what:58} {answered:>4}/{requests:<4} {1000 * statistics.median(times):9.1f}"
+
+
+def memory(pid: int) -> dict:
+    """The kB figures of /proc/PID/status (VmRSS, VmHWM: the peak)."""
+    lines = Path(f"/proc/{pid}/status").read_text().splitlines()
+    return {key: int(value.split()[0]) for key, value in (line.split(":", 1) for line in lines)
+            if value.strip().endswith("kB")}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -449,6 +515,10 @@ def main() -> None:
     r = sub.add_parser("real", help="the merge loop and a naive caller against the real demarkus-server")
     r.add_argument("--edits", type=int, default=10, help="edits per writer")
     r.set_defaults(run=bench_real)
+    m = sub.add_parser("limits", help="what one client can take of the reference server from the others")
+    m.add_argument("--requests", type=int, default=50, help="FETCHes of the other client, per row")
+    m.add_argument("--uploads", type=int, default=40, help="concurrent 8 MiB QUIC uploads")
+    m.set_defaults(run=bench_limits)
     args = parser.parse_args()
     args.run(args)
 

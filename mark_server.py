@@ -131,6 +131,7 @@ class MarkServer(ThreadingHTTPServer):
     PER_CLIENT = 16
     MAX_BUFFERED = 128 * 1024 * 1024
     SMALL_BODY = 64 * 1024
+    QUIC_WINDOW = 256 * 1024  # flow-control credit a QUIC stream gets ahead of what was taken in
     REQUEST_DEADLINE = 60.0
 
     def __init__(self, root, host: str, port: int, token: Optional[str], tokens_file=None,
@@ -512,14 +513,12 @@ class _QuicListener:
 
     What a client can hold is bounded as over HTTP (MarkServer says how),
     and more: a stream gets flow-control credit only for what its handler
-    has taken in (WINDOW bytes ahead), not, as aioquic grants it, for what
-    arrived, so a stream waiting for a slot or for room in the budget holds
-    WINDOW bytes at most.  A stream reset by the client frees its slot at
+    has taken in (QUIC_WINDOW bytes ahead), not, as aioquic grants it, for
+    what arrived, so a stream waiting for a slot or for room in the budget
+    holds QUIC_WINDOW bytes at most.  A stream reset by the client frees its slot at
     once; one past REQUEST_DEADLINE is reset, and one past the size limit
     is answered too-large and told to stop sending: neither is buffered.
     """
-
-    WINDOW = 64 * 1024
 
     def __init__(self, server: "MarkServer", host: str, port: int, tls_cert=None, tls_key=None):
         try:
@@ -533,7 +532,7 @@ class _QuicListener:
             raise RuntimeError("Mark over QUIC needs aioquic: pip install 'mark-publish[quic]'") from None
         from cryptography.hazmat.primitives.serialization import Encoding
 
-        window = self.WINDOW
+        window = server.QUIC_WINDOW
         max_streams = int(_setting("max_streams", None, "DEMARKUS_MAX_STREAMS", 10, int)) or 1
 
         class Protocol(QuicConnectionProtocol):
@@ -678,7 +677,7 @@ class _QuicListener:
         """
         limit = MAX_DOCUMENT + MAX_METADATA + MAX_PATH + 16  # the request line, too
         chunks, size = [], 0
-        while chunk := await reader.read(self.WINDOW):
+        while chunk := await reader.read(self.server.QUIC_WINDOW):
             size += len(chunk)
             if size > limit:
                 return None

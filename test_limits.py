@@ -6,72 +6,15 @@ starve, which come from 127.0.0.1.  Every loop here is bounded.
 """
 
 import asyncio
-import socket
-import ssl
-import threading
 from urllib.parse import urlsplit
 
 import pytest
-from aioquic.asyncio.protocol import QuicConnectionProtocol
-from aioquic.quic.configuration import QuicConfiguration
-from aioquic.quic.connection import QuicConnection
 
-from mark_publish import MarkClient, write_frontmatter
+from mark_publish import MarkClient
 from mark_server import MarkServer, serve
+from testkit import ELSEWHERE, Attacker, http_from, together
 
 TOKEN = "limits-token"
-ELSEWHERE = "127.0.0.2"
-
-
-class Attacker:
-    """Raw QUIC connections from ELSEWHERE to a server, on an event loop of their own."""
-
-    def __init__(self, port: int):
-        self.port = port
-        self.loop = asyncio.new_event_loop()
-        threading.Thread(target=self.loop.run_forever, daemon=True).start()
-        self.protocols = []
-
-    def run(self, coroutine):
-        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(30)
-
-    def connect(self) -> QuicConnectionProtocol:
-        async def connect():
-            configuration = QuicConfiguration(is_client=True, alpn_protocols=["mark"], verify_mode=ssl.CERT_NONE)
-            _, protocol = await self.loop.create_datagram_endpoint(
-                lambda: QuicConnectionProtocol(QuicConnection(configuration=configuration)),
-                local_addr=(ELSEWHERE, 0))
-            protocol.connect(("127.0.0.1", self.port))
-            await protocol.wait_connected()
-            return protocol
-
-        self.protocols.append(self.run(connect()))
-        return self.protocols[-1]
-
-    def open(self, protocol, data: bytes, end: bool = False) -> int:
-        """A stream that sends `data` (and ends only with `end`); its id."""
-        async def open_stream():
-            stream = protocol._quic.get_next_available_stream_id()
-            protocol._quic.send_stream_data(stream, data, end_stream=end)
-            protocol.transmit()
-            return stream
-
-        return self.run(open_stream())
-
-    def reset(self, protocol, stream: int) -> None:
-        async def reset():
-            protocol._quic.reset_stream(stream, 0)
-            protocol.transmit()
-
-        self.run(reset())
-
-    def close(self):
-        async def close():
-            for protocol in self.protocols:
-                protocol.close()
-
-        self.run(close())
-        self.loop.call_soon_threadsafe(self.loop.stop)
 
 
 @pytest.fixture
@@ -109,18 +52,8 @@ def test_a_client_over_its_share_of_requests_is_refused_unanswered(quic_server, 
     protocol = attacker.connect()
     for _ in range(2):
         attacker.open(protocol, b"FETCH /health\n")  # never ended: held
-    answers = []
-    reader_ready = asyncio.run_coroutine_threadsafe(_request(protocol, b"FETCH /health\n"), attacker.loop)
-    answers.append(reader_ready.result(10))
-    assert answers == [b""]  # the third: ended at once, unread and unanswered
+    assert attacker.request(protocol, b"FETCH /health\n") == b""  # the third: ended at once, unread, unanswered
     assert fetches(server, 3) == ["ok"] * 3  # other addresses are not held to this one's share
-
-
-async def _request(protocol, data: bytes) -> bytes:
-    reader, writer = await protocol.create_stream()
-    writer.write(data)
-    writer.write_eof()
-    return await reader.read()
 
 
 def test_a_reset_stream_gives_its_slot_back_at_once(tmp_path, monkeypatch):
@@ -150,8 +83,9 @@ def test_a_waiting_stream_gets_no_more_credit_than_its_window(tmp_path, monkeypa
                 if sender.highest_offset and sender._buffer_start == sender.highest_offset:
                     break
                 attacker.run(asyncio.sleep(0.01))
-            assert protocol._quic._streams[queued].max_stream_data_remote == 64 * 1024  # one window, no more
-            assert sender.highest_offset == 64 * 1024
+            window = MarkServer.QUIC_WINDOW  # what it may send: one window, no more
+            assert protocol._quic._streams[queued].max_stream_data_remote == window
+            assert sender.highest_offset == window
         finally:
             attacker.close()
 
@@ -176,8 +110,6 @@ def test_quic_bodies_count_in_the_budget_until_their_stream_ends(quic_server):
 def test_quic_uploads_that_outgrow_the_budget_together_all_finish(tmp_path, monkeypatch):
     monkeypatch.setattr(MarkServer, "MAX_BUFFERED", 1 << 20)
     with serve(tmp_path / "store", token=TOKEN, log=None, quic=True, rate_limit=0) as server:
-        from testkit import together
-
         def upload(n):
             with MarkClient(server.mark_url, token=TOKEN, verify=False, timeout=20) as client:
                 return client.publish(f"/w{n}.md", "y" * 600_000).status
@@ -197,14 +129,9 @@ def test_a_request_past_the_limit_is_answered_and_not_buffered(quic_server):
 
 # ---------------------------------------------------------------- HTTP
 
-def http_from(server, source: str):
-    parts = urlsplit(server.url)
-    return socket.create_connection((parts.hostname, parts.port), timeout=10, source_address=(source, 0))
-
-
 def test_idle_sockets_of_one_client_leave_room_for_others(tmp_path):
     with serve(tmp_path / "store", token=TOKEN, log=None, rate_limit=0) as server:
-        idle = [http_from(server, ELSEWHERE) for _ in range(64)]
+        idle = [http_from(server.url, ELSEWHERE) for _ in range(64)]
         try:
             with MarkClient(server.url, timeout=5) as client:
                 assert [client.fetch("/health").status for _ in range(10)] == ["ok"] * 10
@@ -218,7 +145,7 @@ def test_bodies_that_never_come_hold_no_budget(tmp_path, monkeypatch):
     with serve(tmp_path / "store", token=TOKEN, log=None, rate_limit=0) as server:
         stalled = []
         for _ in range(8):  # 8 MiB declared, 10 bytes sent
-            conn = http_from(server, ELSEWHERE)
+            conn = http_from(server.url, ELSEWHERE)
             conn.sendall(b"PUBLISH /x.md HTTP/1.1\r\nContent-Length: 1048576\r\n\r\n" + b"x" * 10)
             stalled.append(conn)
         try:

@@ -25,11 +25,13 @@ The shapes:
 * adjacent:   unique lines; the two sides edit neighbouring lines.
 """
 
+import asyncio
 import contextlib
 import hashlib
 import os
 import random
 import socket
+import ssl
 import subprocess
 import threading
 import time
@@ -431,3 +433,79 @@ def real_demarkus(folder: Path, token: str, rate_limit: Optional[int] = None) ->
     finally:
         server.kill()  # its graceful stop waits 10 s for idle connections; the store is thrown away
         server.wait()
+
+
+# ------------------------------------------------- one client against the others (test_limits.py, bench.py)
+
+ELSEWHERE = "127.0.0.2"  # another loopback address: the caps per client address apply to it alone
+
+
+def http_from(url: str, source: str) -> socket.socket:
+    """A TCP connection to the HTTP server at `url`, from loopback address `source`."""
+    parts = url.split("//", 1)[1].rsplit(":", 1)
+    return socket.create_connection((parts[0], int(parts[1])), timeout=10, source_address=(source, 0))
+
+
+class Attacker:
+    """Raw QUIC connections from ELSEWHERE to a server on 127.0.0.1, on an event loop of their own."""
+
+    def __init__(self, port: int):
+        self.port = port
+        self.loop = asyncio.new_event_loop()
+        threading.Thread(target=self.loop.run_forever, daemon=True).start()
+        self.protocols = []
+
+    def run(self, coroutine):
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(30)
+
+    def connect(self):
+        from aioquic.asyncio.protocol import QuicConnectionProtocol
+        from aioquic.quic.configuration import QuicConfiguration
+        from aioquic.quic.connection import QuicConnection
+
+        async def connect():
+            configuration = QuicConfiguration(is_client=True, alpn_protocols=["mark"], verify_mode=ssl.CERT_NONE)
+            _, protocol = await self.loop.create_datagram_endpoint(
+                lambda: QuicConnectionProtocol(QuicConnection(configuration=configuration)),
+                local_addr=(ELSEWHERE, 0))
+            protocol.connect(("127.0.0.1", self.port))
+            await protocol.wait_connected()
+            return protocol
+
+        self.protocols.append(self.run(connect()))
+        return self.protocols[-1]
+
+    def open(self, protocol, data: bytes, end: bool = False) -> int:
+        """A stream that sends `data` (and ends only with `end`); its id."""
+        async def open_stream():
+            stream = protocol._quic.get_next_available_stream_id()
+            protocol._quic.send_stream_data(stream, data, end_stream=end)
+            protocol.transmit()
+            return stream
+
+        return self.run(open_stream())
+
+    def request(self, protocol, data: bytes) -> bytes:
+        """A whole request on a stream of its own: the whole answer."""
+        async def request():
+            reader, writer = await protocol.create_stream()
+            writer.write(data)
+            writer.write_eof()
+            return await reader.read()
+
+        return self.run(request())
+
+    def reset(self, protocol, stream: int) -> None:
+        async def reset():
+            protocol._quic.reset_stream(stream, 0)
+            protocol.transmit()
+
+        self.run(reset())
+
+    def close(self):
+        async def close():
+            for protocol in self.protocols:
+                protocol.close()
+
+        self.run(close())
+        self.loop.call_soon_threadsafe(self.loop.stop)
