@@ -294,7 +294,12 @@ def start_server(root: str, token: str, *options: str):
     process = subprocess.Popen([sys.executable, str(Path(__file__).with_name("mark_server.py")),
                                 "--root", root, "--port", "0", *options],
                                env={**os.environ, "MARK_TOKEN": token}, stderr=subprocess.PIPE, text=True)
-    url = process.stderr.readline().rsplit(" at ", 1)[1].strip()
+    line = ""
+    while not line.startswith("mark-server: serving"):  # after what its start-up sweep says
+        line = process.stderr.readline()
+        if not line:
+            raise RuntimeError(f"mark_server.py did not start (exit {process.wait()})")
+    url = line.rsplit(" at ", 1)[1].strip()
     mark_url = process.stderr.readline().split(" at ", 1)[1].split(",")[0] if "--quic" in options else None
     # Its log goes on: read it, or the server stops when the pipe is full.
     threading.Thread(target=process.stderr.read, daemon=True).start()
