@@ -107,6 +107,27 @@ def test_quic_bodies_count_in_the_budget_until_their_stream_ends(quic_server):
     assert server.buffered.used == 0  # given back once the stream is cut off
 
 
+def test_a_stream_past_its_deadline_is_reset_and_gives_everything_back(tmp_path, monkeypatch):
+    monkeypatch.setattr(MarkServer, "REQUEST_DEADLINE", 1.0)
+    monkeypatch.setattr(MarkServer, "MAX_CONNECTIONS", 1)
+    with serve(tmp_path / "store", token=TOKEN, log=None, quic=True, rate_limit=0) as server:
+        attacker = Attacker(urlsplit(server.mark_url).port)
+        try:
+            protocol = attacker.connect()
+            stream = attacker.open(protocol, b"PUBLISH /x.md\n" + b"x" * 200_000)  # and it never ends
+            for _ in range(500):  # bounded: 5 s, the deadline is 1 s
+                quic_stream = protocol._quic._streams.get(stream)
+                if quic_stream is None or quic_stream.sender._reset_error_code is not None:
+                    break  # told to stop sending (STOP_SENDING): the client reset its side
+                attacker.run(asyncio.sleep(0.01))
+            else:
+                pytest.fail("the stream was never told to stop")
+            assert server.buffered.used == 0
+            assert fetches(server, 1) == ["ok"]  # the one slot is free again
+        finally:
+            attacker.close()
+
+
 def test_quic_uploads_that_outgrow_the_budget_together_all_finish(tmp_path, monkeypatch):
     monkeypatch.setattr(MarkServer, "MAX_BUFFERED", 1 << 20)
     with serve(tmp_path / "store", token=TOKEN, log=None, quic=True, rate_limit=0) as server:
