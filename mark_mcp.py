@@ -45,10 +45,13 @@ from dataclasses import asdict
 from typing import Any, Dict, Optional, Tuple
 from urllib.parse import urlsplit
 
-from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
-from mcp.server.mcpserver.tools import Tool
-from mcp.types import CallToolResult, TextContent
+try:
+    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError
+    from mcp.server.mcpserver.tools import Tool
+    from mcp.types import CallToolResult, TextContent
+except ImportError:
+    raise ImportError("the MCP server needs the mcp SDK: pip install 'mark-publish[mcp]'") from None
 
 from mark_publish import (
     DEFAULT_TIMEOUT, MARK_PORT, MARK_PUBLISH_TOOL, MarkClient, MarkError, MarkResponse, PublishResult,

@@ -65,15 +65,11 @@ response comes back the same way with HTTP 200.  This file needs
 """
 
 import argparse
-import asyncio
-import concurrent.futures
-import contextlib
 import hashlib
 import ipaddress
 import os
 import random
 import re
-import ssl
 import sys
 import threading
 import time
@@ -250,7 +246,7 @@ class MarkClient:
         self._proxies = dict(proxies or {})
         self._verify = verify
         self._versions: "OrderedDict[tuple, MarkResponse]" = OrderedDict()
-        self._link = _QuicLink(parts.hostname, parts.port or MARK_PORT, verify) if parts.scheme == "mark" else None
+        self._link = _quic_link(parts.hostname, parts.port or MARK_PORT, verify) if parts.scheme == "mark" else None
         self._own_session = session is None
         if session is None:
             session = self._new_session()
@@ -389,7 +385,7 @@ class MarkClient:
             try:
                 if self._link:
                     data, whole = self._link.exchange(payload, doing, deadline - time.monotonic(),
-                                                      retry=verb in _READS), True
+                                                      retry=verb in _READS, limit=MAX_RESPONSE_BYTES), True
                 else:
                     data, whole = self._exchange(verb, url, payload, deadline)
                 break
@@ -520,6 +516,16 @@ class MarkClient:
         return None
 
 
+def _quic_link(host: str, port: int, verify: Union[bool, str]):
+    """The QUIC connection of a mark:// client: mark_quic.py, which needs aioquic."""
+    try:
+        from mark_quic import QuicLink
+    except ImportError:
+        raise ImportError("mark:// URLs need aioquic and mark_quic.py beside mark_publish.py: "
+                          "pip install 'mark-publish[quic]'") from None
+    return QuicLink(host, port, verify)
+
+
 def _may_have_landed(why: str, path: str) -> MarkError:
     return MarkError("transport", f"{why}; the write may have landed: fetch {path} before retrying")
 
@@ -598,153 +604,6 @@ def _read_answer(http: requests.Response, doing: str, deadline: float) -> Tuple[
         raise _AnswerLost("transport", f"{doing}: the answer was cut off ({size} of {announced} bytes)")
     chunked = "chunked" in http.headers.get("Transfer-Encoding", "").lower()
     return b"".join(chunks), announced is not None or chunked
-
-
-class _QuicLink:
-    """One QUIC connection to a Mark server (ALPN "mark"), for blocking code.
-
-    aioquic is asyncio-only, so the link runs an event loop on a daemon
-    thread; each exchange is a coroutine there that the caller waits for,
-    by its deadline.  Every request gets a bidirectional stream of the one
-    connection: the request written and the stream's side ended, then the
-    answer read until the server ends it.  A connection found closed (idle
-    timeout, server restart) is replaced before a request goes out; one
-    that closes under a read is replaced, and the read sent once more.
-    """
-
-    def __init__(self, host: str, port: int, verify: Union[bool, str]):
-        try:
-            from aioquic.asyncio import QuicConnectionProtocol, connect
-            from aioquic.quic.configuration import QuicConfiguration
-            from aioquic.quic.events import ConnectionTerminated, StreamDataReceived
-        except ImportError:
-            raise ImportError("mark:// URLs need aioquic: pip install 'mark-publish[quic]'") from None
-
-        class Protocol(QuicConnectionProtocol):
-            """Notes which streams the server ended, and why the connection closed."""
-
-            def __init__(self, *args, **kwargs):
-                super().__init__(*args, **kwargs)
-                self.ended: set = set()
-                self.closed_because: Optional[str] = None
-
-            def quic_event_received(self, event) -> None:
-                if isinstance(event, StreamDataReceived) and event.end_stream:
-                    self.ended.add(event.stream_id)
-                elif isinstance(event, ConnectionTerminated):
-                    self.closed_because = event.reason_phrase or f"error {event.error_code}"
-                super().quic_event_received(event)
-
-        self._address = (host, port)
-        self._connect, self._protocol_class = connect, Protocol
-        self._configuration = QuicConfiguration(is_client=True, alpn_protocols=["mark"], server_name=host)
-        if verify is False:
-            self._configuration.verify_mode = ssl.CERT_NONE
-        elif verify is True:
-            system = ssl.get_default_verify_paths()  # else aioquic's own bundle (certifi)
-            if system.cafile or system.capath:
-                self._configuration.load_verify_locations(cafile=system.cafile, capath=system.capath)
-        else:
-            self._configuration.load_verify_locations(cafile=verify)
-        self._protocol = self._stack = None  # the connection, and what closes it
-        self._closing: set = set()  # connections being closed, for close() to wait on
-        self._loop = asyncio.new_event_loop()
-        self._stopped = False
-        threading.Thread(target=self._run, name="mark-quic", daemon=True).start()
-
-    def _run(self) -> None:
-        self._loop.run_forever()
-        self._loop.close()
-
-    def exchange(self, request: bytes, doing: str, timeout: float, retry: bool) -> bytes:
-        """The whole answer to `request`, by `timeout`; `retry`: safe to send twice.
-
-        Raises _Refused for an empty answer: the stream ended without a byte.
-        """
-        if self._stopped:
-            raise MarkError("transport", f"{doing}: this client is closed")
-        sent: list = []
-        future = asyncio.run_coroutine_threadsafe(self._exchange(request, doing, retry, sent), self._loop)
-        try:
-            return future.result(timeout)
-        except concurrent.futures.TimeoutError:
-            future.cancel()
-            self._loop.call_soon_threadsafe(self._drop)  # the next request starts on a new connection
-            failure = _AnswerLost if sent else MarkError
-            raise failure("transport", f"{doing}: no whole answer within the timeout") from None
-
-    async def _exchange(self, request: bytes, doing: str, retry: bool, sent: list) -> bytes:
-        while True:
-            protocol = await self._connected(doing)
-            reader, writer = await protocol.create_stream()
-            writer.write(request)
-            writer.write_eof()
-            sent.append(True)
-            chunks, size = [], 0
-            while chunk := await reader.read(1 << 16):
-                size += len(chunk)
-                if size > MAX_RESPONSE_BYTES:
-                    raise _AnswerLost("transport", f"{doing}: the answer is larger than {MAX_RESPONSE_BYTES} bytes")
-                chunks.append(chunk)
-            stream = writer.get_extra_info("stream_id")
-            if stream in protocol.ended:
-                protocol.ended.discard(stream)
-                if not chunks:
-                    # Refused unread (the real server's rate limit), and the real
-                    # server never frees such a stream's slot: a new connection.
-                    self._drop()
-                    raise _Refused()
-                return b"".join(chunks)
-            # The stream ended because the connection did: the answer is not whole.
-            self._drop()
-            if not retry:
-                raise _AnswerLost("transport", f"{doing}: the connection closed before the whole answer came "
-                                               f"({protocol.closed_because})")
-            retry = False
-
-    async def _connected(self, doing: str):
-        """The open connection, or a new one."""
-        if self._protocol is not None and self._protocol.closed_because is None:
-            return self._protocol
-        self._drop()
-        made: list = []
-        stack = contextlib.AsyncExitStack()
-
-        def protocol(*args, **kwargs):
-            made.append(self._protocol_class(*args, **kwargs))
-            return made[0]
-
-        try:
-            self._protocol = await stack.enter_async_context(
-                self._connect(*self._address, configuration=self._configuration, create_protocol=protocol))
-        except ConnectionError:
-            why = made[0].closed_because if made else "refused"
-            raise MarkError("transport", f"{doing}: the QUIC handshake failed ({why})") from None
-        except OSError as error:
-            raise MarkError("transport", f"{doing}: cannot reach the server ({error})") from None
-        self._stack = stack
-        return self._protocol
-
-    def _drop(self) -> None:
-        """Close the connection in the background; the next request makes a new one."""
-        if self._protocol is not None:
-            task = self._loop.create_task(self._stack.aclose())
-            self._closing.add(task)
-            task.add_done_callback(self._closing.discard)
-        self._protocol = None
-
-    def close(self) -> None:
-        """Close the connection (waiting a moment for the server to hear of it) and the loop."""
-        async def close() -> None:
-            self._drop()
-            if self._closing:
-                await asyncio.wait(self._closing, timeout=1.0)
-
-        if self._stopped:
-            return
-        self._stopped = True
-        asyncio.run_coroutine_threadsafe(close(), self._loop).result()
-        self._loop.call_soon_threadsafe(self._loop.stop)  # and the thread then closes it
 
 
 def mark_publish(

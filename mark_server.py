@@ -529,7 +529,7 @@ class _QuicListener:
             from aioquic.quic.events import StreamDataReceived, StreamReset
             from aioquic.quic.packet import QuicFrameType
         except ImportError:
-            raise RuntimeError("Mark over QUIC needs aioquic: pip install 'mark-publish[quic]'") from None
+            raise ImportError("Mark over QUIC needs aioquic: pip install 'mark-publish[quic]'") from None
         from cryptography.hazmat.primitives.serialization import Encoding
 
         window = server.QUIC_WINDOW
@@ -1518,7 +1518,7 @@ def main(argv=None) -> int:
                             rate_limit=args.rate_limit, rate_burst=args.rate_burst)
         if args.quic:
             server.listen_quic(args.quic_port, args.tls_cert, args.tls_key)
-    except (OSError, RuntimeError, ValueError) as error:
+    except (OSError, ImportError, ValueError) as error:
         print(f"mark-server: {error}", file=sys.stderr)
         return 2
     print(f"mark-server: serving {Path(args.root).resolve()} at {server.url}", file=sys.stderr)

@@ -10,11 +10,13 @@ import pytest
 import diff3
 import mark_mcp
 import mark_publish
+import mark_quic
 import mark_server
 
 
 def test_every_file_says_the_release_the_metadata_says():
-    versions = {diff3.__version__, mark_publish.__version__, mark_server.__version__, mark_mcp.__version__}
+    versions = {diff3.__version__, mark_publish.__version__, mark_quic.__version__, mark_server.__version__,
+                mark_mcp.__version__}
     assert versions == {importlib.metadata.version("mark-publish")}
 
 
@@ -48,10 +50,16 @@ def test_http_needs_no_aioquic_and_mark_urls_say_what_to_install(tmp_path):
         "    print(error)\n"
         "try:\n"
         "    serve(tempfile.mkdtemp(), log=None, quic=True)\n"
-        "except RuntimeError as error:\n"
+        "except ImportError as error:\n"
         "    print(error)\n")
-    assert run.stdout.splitlines() == [
+    assert run.stdout.splitlines() == [  # one exception type, which says what to install
         "ok",
-        "mark:// URLs need aioquic: pip install 'mark-publish[quic]'",
+        "mark:// URLs need aioquic and mark_quic.py beside mark_publish.py: pip install 'mark-publish[quic]'",
         "Mark over QUIC needs aioquic: pip install 'mark-publish[quic]'",
     ], run.stderr
+
+
+def test_the_mcp_server_says_what_to_install():
+    run = subprocess.run([sys.executable, "-c", "import sys; sys.modules['mcp'] = None\nimport mark_mcp"],
+                         capture_output=True, text=True, cwd=Path(__file__).parent, timeout=60)
+    assert "ImportError: the MCP server needs the mcp SDK: pip install 'mark-publish[mcp]'" in run.stderr
