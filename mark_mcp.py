@@ -54,14 +54,51 @@ except ImportError:
     raise ImportError("the MCP server needs the mcp SDK: pip install 'mark-publish[mcp]'") from None
 
 from mark_publish import (
-    DEFAULT_TIMEOUT, MARK_PORT, MARK_PUBLISH_TOOL, MarkClient, MarkError, MarkResponse, PublishResult,
-    after_conflict,
+    DEFAULT_TIMEOUT, MARK_PORT, MarkClient, MarkError, MarkResponse, PublishResult, after_conflict,
 )
 
 __version__ = "0.2.0"  # the release this file is from; vendored copies keep saying it
 __all__ = ["create_server", "main"]
 
 URL = {"description": "bare path, e.g. /index.md or /docs/", "type": "string"}
+# The mark_publish tool: demarkus-mcp's, with on_conflict and metadata.
+MARK_PUBLISH_TOOL = {
+    "name": "mark_publish",
+    "description": (
+        "Publish a markdown document to a Mark server, with the version you fetched as expected_version "
+        "(0 creates a new document). If someone published in between: on_conflict='fail' answers "
+        "status: conflict (fetch, redo your edit, publish again); 'merge' merges the edits and publishes "
+        "a clean merge (status: ok, merged: true), or answers status: conflict, mergeable: false with "
+        "git-style markers in the body where the edits overlap: resolve them and publish the result with "
+        "current-version as expected_version; 'candidate' merges but publishes nothing: read the "
+        "merge-candidate body, resolve any markers (has-markers: true), and publish it with "
+        "publish-at-version as expected_version. reason: contention means others kept publishing: "
+        "call again. repaired: N means the server had stored your write over version N, which was restored."
+    ),
+    "inputSchema": {
+        "type": "object",
+        "properties": {
+            "body": {"description": "markdown content to publish", "type": "string"},
+            "expected_version": {
+                "description": "version number from a prior fetch for conflict detection; "
+                               "use 0 when creating a new document",
+                "type": "number",
+            },
+            "metadata": {
+                "description": "metadata to store with the version, e.g. {\"title\": \"Plan\"}",
+                "type": "object", "additionalProperties": {"type": "string"},
+            },
+            "on_conflict": {
+                "description": "what to do when someone published after expected_version: "
+                               "fail (default), merge, or candidate (merge, publish nothing)",
+                "type": "string", "enum": ["fail", "merge", "candidate"], "default": "fail",
+            },
+            "url": {"description": "bare path, e.g. /index.md or /docs/", "type": "string"},
+        },
+        "required": ["url", "body", "expected_version"],
+    },
+}
+
 READ_TOOLS = {
     "mark_fetch": ("FETCH", ("version", "modified", "etag", "content-hash"),
                    "Fetch a markdown document from a Mark server. Keep its version: publish your "

@@ -87,47 +87,8 @@ from diff3 import diff3
 __version__ = "0.2.0"  # the release this file is from; vendored copies keep saying it
 __all__ = [
     "MarkClient", "MarkResponse", "MarkError", "PublishResult",
-    "mark_publish", "after_conflict", "merge_and_publish", "merge_candidate", "mark_append",
-    "MARK_PUBLISH_TOOL", "main",
+    "mark_publish", "after_conflict", "merge_and_publish", "merge_candidate", "mark_append", "main",
 ]
-
-# The mark_publish tool as mark_mcp.py serves it: demarkus-mcp's, with on_conflict and metadata.
-MARK_PUBLISH_TOOL = {
-    "name": "mark_publish",
-    "description": (
-        "Publish a markdown document to a Mark server, with the version you fetched as expected_version "
-        "(0 creates a new document). If someone published in between: on_conflict='fail' answers "
-        "status: conflict (fetch, redo your edit, publish again); 'merge' merges the edits and publishes "
-        "a clean merge (status: ok, merged: true), or answers status: conflict, mergeable: false with "
-        "git-style markers in the body where the edits overlap: resolve them and publish the result with "
-        "current-version as expected_version; 'candidate' merges but publishes nothing: read the "
-        "merge-candidate body, resolve any markers (has-markers: true), and publish it with "
-        "publish-at-version as expected_version. reason: contention means others kept publishing: "
-        "call again. repaired: N means the server had stored your write over version N, which was restored."
-    ),
-    "inputSchema": {
-        "type": "object",
-        "properties": {
-            "body": {"description": "markdown content to publish", "type": "string"},
-            "expected_version": {
-                "description": "version number from a prior fetch for conflict detection; "
-                               "use 0 when creating a new document",
-                "type": "number",
-            },
-            "metadata": {
-                "description": "metadata to store with the version, e.g. {\"title\": \"Plan\"}",
-                "type": "object", "additionalProperties": {"type": "string"},
-            },
-            "on_conflict": {
-                "description": "what to do when someone published after expected_version: "
-                               "fail (default), merge, or candidate (merge, publish nothing)",
-                "type": "string", "enum": ["fail", "merge", "candidate"], "default": "fail",
-            },
-            "url": {"description": "bare path, e.g. /index.md or /docs/", "type": "string"},
-        },
-        "required": ["url", "body", "expected_version"],
-    },
-}
 
 DEFAULT_TIMEOUT = 10.0
 MARK_PORT = 6309  # mark:// without a port
@@ -149,13 +110,24 @@ class MarkResponse(NamedTuple):
 
 
 class MarkError(Exception):
-    """A Mark error status, or a transport failure (status "transport")."""
+    """What went wrong, as a script branches on it.
 
-    def __init__(self, status: str, message: str, metadata: Optional[Dict[str, str]] = None):
+    `status` is a Mark error status the server answered ("not-found",
+    "not-permitted", ...), or: "transport" (no usable answer came back),
+    "refused" (the server kept refusing the request unhandled: try again
+    later), "overwritten" (a version the server overwrote could not be
+    restored; `metadata["lost-version"]` names it).  `may_have_landed`:
+    a write went out and whether it was stored is unknown (or it was
+    stored, for "overwritten"): fetch before retrying.
+    """
+
+    def __init__(self, status: str, message: str, metadata: Optional[Dict[str, str]] = None,
+                 may_have_landed: bool = False):
         super().__init__(f"{status}: {message}")
         self.status = status
         self.message = message
         self.metadata = dict(metadata or {})
+        self.may_have_landed = may_have_landed
 
     @classmethod
     def from_response(cls, response: MarkResponse, doing: str) -> "MarkError":
@@ -527,7 +499,8 @@ def _quic_link(host: str, port: int, verify: Union[bool, str]):
 
 
 def _may_have_landed(why: str, path: str) -> MarkError:
-    return MarkError("transport", f"{why}; the write may have landed: fetch {path} before retrying")
+    return MarkError("transport", f"{why}; the write may have landed: fetch {path} before retrying",
+                     may_have_landed=True)
 
 
 class _Refused(Exception):
@@ -556,6 +529,9 @@ def _closed_unanswered(error: requests.RequestException) -> bool:
 
 class _AnswerLost(MarkError):
     """A transport failure after the request went out: a write may have landed."""
+
+    def __init__(self, status: str, message: str):
+        super().__init__(status, message, may_have_landed=True)
 
 
 def _never_sent(error: requests.RequestException) -> bool:
@@ -810,7 +786,7 @@ def _repair(client: MarkClient, path: str, sent: _Sent, stored: int, tries: int,
         stored = outcome.version  # the latest seen: the next way starts there
     raise MarkError("overwritten", f"{path}: the server stored a write of ours over version {lost} "
                                    f"and restoring it failed ({outcome.kind}); publish {path}/v{lost} "
-                                   "again by hand", {"lost-version": str(lost)})
+                                   "again by hand", {"lost-version": str(lost)}, may_have_landed=True)
 
 
 def _union(base: str, restored: str, latest: str) -> Tuple[str, bool]:

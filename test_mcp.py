@@ -16,7 +16,7 @@ pytest.importorskip("mcp")
 import anyio  # noqa: E402
 from mcp import Client, StdioServerParameters  # noqa: E402
 
-from mark_mcp import create_server  # noqa: E402
+from mark_mcp import MARK_PUBLISH_TOOL, create_server  # noqa: E402
 from mark_server import serve  # noqa: E402
 from testkit import add_line, replace_line, sectioned_document  # noqa: E402
 
@@ -271,3 +271,11 @@ def test_three_agents_at_once_lose_nothing(server):
     assert results[second].structured_content["mergeable"] is False
     assert "<<<<<<< ours" in results[second].structured_content["body"]
     assert edits[first].split("\n")[4] in final and edits[second].split("\n")[4] not in final
+
+
+def test_tool_description():
+    schema = MARK_PUBLISH_TOOL["inputSchema"]
+    assert MARK_PUBLISH_TOOL["name"] == "mark_publish"
+    assert schema["properties"]["on_conflict"]["enum"] == ["fail", "merge", "candidate"]
+    assert schema["required"] == ["url", "body", "expected_version"]  # demarkus-mcp's
+    json.dumps(MARK_PUBLISH_TOOL)

@@ -8,7 +8,7 @@ import requests
 import responses
 
 import mark_publish as mp
-from mark_publish import (MARK_PUBLISH_TOOL, MarkClient, MarkError, MarkResponse, PublishResult,
+from mark_publish import (MarkClient, MarkError, MarkResponse, PublishResult,
                           mark_append, mark_publish, merge_and_publish)
 
 URL = "http://127.0.0.1:6309"
@@ -392,14 +392,6 @@ def test_request_without_token_or_body_sends_empty_payload(server):
     response = MarkClient(URL).request("FETCH", "/a b.md")
     assert server.calls[0].request.body in (None, b"")
     assert response == MarkResponse("ok", {"version": "1"}, "x")
-
-
-def test_tool_description():
-    schema = MARK_PUBLISH_TOOL["inputSchema"]
-    assert MARK_PUBLISH_TOOL["name"] == "mark_publish"
-    assert schema["properties"]["on_conflict"]["enum"] == ["fail", "merge", "candidate"]
-    assert schema["required"] == ["url", "body", "expected_version"]  # demarkus-mcp's
-    json.dumps(MARK_PUBLISH_TOOL)
 
 
 # ------------------------------------------------------------ CLI
