@@ -27,12 +27,12 @@ def mark(status, body="", **metadata):
     return f"---\n{lines}---\n{body}"
 
 
-def conflict(your, server):
-    return mark("conflict", "\n# Conflict\n\nsomeone published first\n", your_version=your, server_version=server)
+def conflict(your, current):
+    return mark("conflict", "\n# Conflict\n\nsomeone published first\n", your_version=your, server_version=current)
 
 
 @pytest.fixture
-def server():
+def mock():
     with responses.RequestsMock(assert_all_requests_are_fired=True) as mock:
         yield mock
 
@@ -43,14 +43,14 @@ def client():
         yield c
 
 
-def add(server, verb, path, body):
-    server.add(verb, URL + path, body=body, auto_calculate_content_length=True)
+def add(mock, verb, path, body):
+    mock.add(verb, URL + path, body=body, auto_calculate_content_length=True)
 
 
-def sent(server):
+def sent(mock):
     """(verb, path, metadata, body) of each request, in order."""
     out = []
-    for call in server.calls:
+    for call in mock.calls:
         metadata, body = mp.read_frontmatter(call.request.body.decode()) if call.request.body else ({}, "")
         out.append((call.request.method, call.request.path_url, metadata, body))
     return out
@@ -58,13 +58,13 @@ def sent(server):
 
 # ------------------------------------------------------------ the loop
 
-def test_clean_merge_request_sequence_and_shape(server, client):
-    add(server, "PUBLISH", "/p", conflict(5, 6))
-    add(server, "FETCH", "/p/v5", mark("ok", BASE, version=5, current_version=6))
-    add(server, "FETCH", "/p/v6", mark("ok", THEIRS, version=6))
-    add(server, "PUBLISH", "/p", mark("created", version=7))
+def test_clean_merge_request_sequence_and_shape(mock, client):
+    add(mock, "PUBLISH", "/p", conflict(5, 6))
+    add(mock, "FETCH", "/p/v5", mark("ok", BASE, version=5, current_version=6))
+    add(mock, "FETCH", "/p/v6", mark("ok", THEIRS, version=6))
+    add(mock, "PUBLISH", "/p", mark("created", version=7))
     res = mark_publish(client, "/p", OURS, expected_version=5, on_conflict="merge")
-    calls = sent(server)
+    calls = sent(mock)
     assert [(v, p, m.get("expected-version")) for v, p, m, _ in calls] == [
         ("PUBLISH", "/p", "5"), ("FETCH", "/p/v5", None), ("FETCH", "/p/v6", None), ("PUBLISH", "/p", "6")]
     assert len(calls) == 4
@@ -74,117 +74,117 @@ def test_clean_merge_request_sequence_and_shape(server, client):
         "status: ok\nversion: 7\nmerged: true\nbase-version: 5\ntheir-version: 6\n\n" + MERGED)
 
 
-def test_success_on_second_try_does_not_refetch_base(server, client):
+def test_success_on_second_try_does_not_refetch_base(mock, client):
     later = THEIRS.replace("Middle.", "Middle, third.")
-    add(server, "PUBLISH", "/p", conflict(5, 6))
-    add(server, "FETCH", "/p/v5", mark("ok", BASE, version=5, current_version=6))
-    add(server, "FETCH", "/p/v6", mark("ok", THEIRS, version=6))
-    add(server, "PUBLISH", "/p", conflict(6, 7))
-    add(server, "FETCH", "/p/v7", mark("ok", later, version=7))
-    add(server, "PUBLISH", "/p", mark("created", version=8))
+    add(mock, "PUBLISH", "/p", conflict(5, 6))
+    add(mock, "FETCH", "/p/v5", mark("ok", BASE, version=5, current_version=6))
+    add(mock, "FETCH", "/p/v6", mark("ok", THEIRS, version=6))
+    add(mock, "PUBLISH", "/p", conflict(6, 7))
+    add(mock, "FETCH", "/p/v7", mark("ok", later, version=7))
+    add(mock, "PUBLISH", "/p", mark("created", version=8))
     res = mark_publish(client, "/p", OURS, 5, on_conflict="merge")
-    calls = sent(server)
+    calls = sent(mock)
     assert [(v, p) for v, p, _, _ in calls[4:]] == [("FETCH", "/p/v7"), ("PUBLISH", "/p")]
     assert calls[-1][2]["expected-version"] == "7"
     assert calls[-1][3] == MERGED.replace("Middle.", "Middle, third.")
     assert (res.status, res.version, res.their_version, res.base_version) == ("ok", 8, 7, 5)
 
 
-def test_retry_exhaustion_reports_contention(server, client):
-    add(server, "PUBLISH", "/p", conflict(5, 6))
-    add(server, "FETCH", "/p/v5", mark("ok", BASE, version=5, current_version=6))
+def test_retry_exhaustion_reports_contention(mock, client):
+    add(mock, "PUBLISH", "/p", conflict(5, 6))
+    add(mock, "FETCH", "/p/v5", mark("ok", BASE, version=5, current_version=6))
     for n in (6, 7, 8):
-        add(server, "FETCH", f"/p/v{n}", mark("ok", THEIRS + "x" * n, version=n))
-        add(server, "PUBLISH", "/p", conflict(n, n + 1))
+        add(mock, "FETCH", f"/p/v{n}", mark("ok", THEIRS + "x" * n, version=n))
+        add(mock, "PUBLISH", "/p", conflict(n, n + 1))
     # A last look at the version the last conflict names: is it our merge, stored after all?
-    add(server, "FETCH", "/p/v9", mark("ok", THEIRS, version=9))
+    add(mock, "FETCH", "/p/v9", mark("ok", THEIRS, version=9))
     res = mark_publish(client, "/p", OURS, 5, on_conflict="merge", max_retries=3)
-    assert len(server.calls) == 9
+    assert len(mock.calls) == 9
     assert res.body is None
     assert res.to_text() == ("status: conflict\nyour-version: 5\ncurrent-version: 9\n"
                              "mergeable: false\nreason: contention\nretries: 3\n")
 
 
-def test_overlap_returns_markers_and_publishes_nothing(server, client):
-    add(server, "PUBLISH", "/p", conflict(5, 6))
-    add(server, "FETCH", "/p/v5", mark("ok", BASE, version=5, current_version=6))
-    add(server, "FETCH", "/p/v6", mark("ok", BASE.replace("Intro.", "Intro, theirs."), version=6))
+def test_overlap_returns_markers_and_publishes_nothing(mock, client):
+    add(mock, "PUBLISH", "/p", conflict(5, 6))
+    add(mock, "FETCH", "/p/v5", mark("ok", BASE, version=5, current_version=6))
+    add(mock, "FETCH", "/p/v6", mark("ok", BASE.replace("Intro.", "Intro, theirs."), version=6))
     res = mark_publish(client, "/p", OURS, 5, on_conflict="merge")
-    assert [c[0] for c in sent(server)] == ["PUBLISH", "FETCH", "FETCH"]
+    assert [c[0] for c in sent(mock)] == ["PUBLISH", "FETCH", "FETCH"]
     assert (res.status, res.your_version, res.current_version, res.mergeable) == ("conflict", 5, 6, False)
     assert "<<<<<<< ours\nIntro, ours.\n=======\nIntro, theirs.\n>>>>>>> theirs\n" in res.body
     assert res.to_text() == ("status: conflict\nyour-version: 5\ncurrent-version: 6\nmergeable: false\n\n"
                              + res.body)
 
 
-def test_expected_version_zero_against_existing_document(server, client):
-    add(server, "PUBLISH", "/p", conflict(0, 3))
-    add(server, "FETCH", "/p/v3", mark("ok", THEIRS, version=3))
+def test_expected_version_zero_against_existing_document(mock, client):
+    add(mock, "PUBLISH", "/p", conflict(0, 3))
+    add(mock, "FETCH", "/p/v3", mark("ok", THEIRS, version=3))
     res = mark_publish(client, "/p", OURS, 0, on_conflict="merge")
-    assert [(c[0], c[1]) for c in sent(server)] == [("PUBLISH", "/p"), ("FETCH", "/p/v3")]
+    assert [(c[0], c[1]) for c in sent(mock)] == [("PUBLISH", "/p"), ("FETCH", "/p/v3")]
     assert res.status == "conflict" and res.mergeable is False and "<<<<<<< ours\n" in res.body
 
 
-def test_fail_mode_reads_the_current_version_and_publishes_nothing_more(server, client):
-    add(server, "PUBLISH", "/p", conflict(5, 6))
-    add(server, "FETCH", "/p/v6", mark("ok", THEIRS, version=6))
+def test_fail_mode_reads_the_current_version_and_publishes_nothing_more(mock, client):
+    add(mock, "PUBLISH", "/p", conflict(5, 6))
+    add(mock, "FETCH", "/p/v6", mark("ok", THEIRS, version=6))
     res = mark_publish(client, "/p", OURS, 5)
-    assert [(verb, path) for verb, path, _, _ in sent(server)] == [("PUBLISH", "/p"), ("FETCH", "/p/v6")]
+    assert [(verb, path) for verb, path, _, _ in sent(mock)] == [("PUBLISH", "/p"), ("FETCH", "/p/v6")]
     assert res == PublishResult("conflict", your_version=5, current_version=6)
     assert res.to_text() == "status: conflict\nyour-version: 5\ncurrent-version: 6\n"
 
 
 @pytest.mark.parametrize("mode", ["fail", "merge"])
-def test_conflict_with_own_landed_body_is_ok(server, client, mode):
+def test_conflict_with_own_landed_body_is_ok(mock, client, mode):
     # A retry of a publish whose answer was lost: the server holds this body already.
-    add(server, "PUBLISH", "/p", conflict(5, 6))
+    add(mock, "PUBLISH", "/p", conflict(5, 6))
     if mode == "merge":
-        add(server, "FETCH", "/p/v5", mark("ok", BASE, version=5))
-    add(server, "FETCH", "/p/v6", mark("ok", OURS, version=6))
+        add(mock, "FETCH", "/p/v5", mark("ok", BASE, version=5))
+    add(mock, "FETCH", "/p/v6", mark("ok", OURS, version=6))
     res = mark_publish(client, "/p", OURS, 5, on_conflict=mode)
     assert res == PublishResult("ok", version=6, merged=False)
-    assert [verb for verb, *_ in sent(server)].count("PUBLISH") == 1
+    assert [verb for verb, *_ in sent(mock)].count("PUBLISH") == 1
 
 
 @pytest.mark.parametrize("status", ["created", "ok"])
-def test_publish_without_conflict(server, client, status):
-    add(server, "PUBLISH", "/p", mark(status, version=6))
+def test_publish_without_conflict(mock, client, status):
+    add(mock, "PUBLISH", "/p", mark(status, version=6))
     res = mark_publish(client, "/p", OURS, 5, on_conflict="merge")
     assert res.to_text() == "status: ok\nversion: 6\nmerged: false\n" and res.body is None
 
 
-def test_base_version_cache_is_bounded_and_reused(server, client):
-    add(server, "FETCH", "/p/v1", mark("ok", "one", version=1))
+def test_base_version_cache_is_bounded_and_reused(mock, client):
+    add(mock, "FETCH", "/p/v1", mark("ok", "one", version=1))
     for _ in range(3):
         assert client.fetch("/p", version=1).body == "one"
-    assert len(server.calls) == 1
+    assert len(mock.calls) == 1
     for n in range(2, mp._CACHED_VERSIONS + 2):
-        add(server, "FETCH", f"/p/v{n}", mark("ok", str(n), version=n))
+        add(mock, "FETCH", f"/p/v{n}", mark("ok", str(n), version=n))
         client.fetch("/p", version=n)
     assert len(client._versions) == mp._CACHED_VERSIONS and ("/p", 1) not in client._versions
 
 
-def test_merge_and_publish_directly(server, client):
-    add(server, "FETCH", "/p", mark("ok", "the body the real server may pair with v6\n", version=6))
-    add(server, "FETCH", "/p/v5", mark("ok", BASE, version=5, current_version=6))
-    add(server, "FETCH", "/p/v6", mark("ok", THEIRS, version=6))
-    add(server, "PUBLISH", "/p", mark("created", version=7))
+def test_merge_and_publish_directly(mock, client):
+    add(mock, "FETCH", "/p", mark("ok", "the body the real server may pair with v6\n", version=6))
+    add(mock, "FETCH", "/p/v5", mark("ok", BASE, version=5, current_version=6))
+    add(mock, "FETCH", "/p/v6", mark("ok", THEIRS, version=6))
+    add(mock, "PUBLISH", "/p", mark("created", version=7))
     res = merge_and_publish(client, "/p", OURS, 5, metadata={"title": "x"})
-    assert res.version == 7 and sent(server)[-1][2]["title"] == "x"
+    assert res.version == 7 and sent(mock)[-1][2]["title"] == "x"
 
 
 # ------------------------------------------------------------ mark_append
 
-def test_append_reads_version_first_and_never_merges(server, client):
-    add(server, "VERSIONS", "/log", mark("ok", total=4, current=4, chain_valid="true"))
-    add(server, "APPEND", "/log", conflict(4, 5))
+def test_append_reads_version_first_and_never_merges(mock, client):
+    add(mock, "VERSIONS", "/log", mark("ok", total=4, current=4, chain_valid="true"))
+    add(mock, "APPEND", "/log", conflict(4, 5))
     res = mark_append(client, "/log", "entry")
-    assert [(c[0], c[2].get("expected-version")) for c in sent(server)] == [("VERSIONS", None), ("APPEND", "4")]
+    assert [(c[0], c[2].get("expected-version")) for c in sent(mock)] == [("VERSIONS", None), ("APPEND", "4")]
     assert res.to_text() == "status: conflict\nyour-version: 4\ncurrent-version: 5\n"
 
 
-def test_append_ok(server, client):
-    add(server, "APPEND", "/log", mark("created", version=8))
+def test_append_ok(mock, client):
+    add(mock, "APPEND", "/log", mark("created", version=8))
     assert mark_append(client, "/log", "entry", expected_version=7).to_text() == (
         "status: ok\nversion: 8\nmerged: false\n")
 
@@ -207,24 +207,24 @@ BAD = [
 
 
 @pytest.mark.parametrize("change,error,word", BAD)
-def test_bad_input_sends_nothing(server, client, change, error, word):
+def test_bad_input_sends_nothing(mock, client, change, error, word):
     args = dict(path="/p", body="x", expected_version=1, on_conflict="merge", max_retries=3)
     args.update(change)
     with pytest.raises(error, match=word):
         mark_publish(client, **args)
-    assert len(server.calls) == 0
+    assert len(mock.calls) == 0
 
 
 @pytest.mark.parametrize("change,error,word", [
     (dict(body=""), ValueError, "body"), (dict(body=3), TypeError, "body"),
     (dict(expected_version=-2), ValueError, "expected_version"), (dict(path="x"), ValueError, "path"),
 ])
-def test_bad_append_sends_nothing(server, client, change, error, word):
+def test_bad_append_sends_nothing(mock, client, change, error, word):
     args = dict(path="/p", body="x", expected_version=1)
     args.update(change)
     with pytest.raises(error, match=word):
         mark_append(client, **args)
-    assert len(server.calls) == 0
+    assert len(mock.calls) == 0
 
 
 @pytest.mark.parametrize("kwargs,error,word", [
@@ -255,44 +255,44 @@ def test_insecure_http_needs_explicit_consent():
     assert MarkClient("http://10.0.0.2", token=TOKEN, allow_insecure_http=True).base_url == "http://10.0.0.2"
 
 
-def test_token_never_in_repr_url_or_error(server):
+def test_token_never_in_repr_url_or_error(mock):
     client = MarkClient(URL, token=TOKEN)
     assert TOKEN not in repr(client)
-    add(server, "PUBLISH", "/p", mark("unauthorized", "\n# Unauthorized\n\nbad token\n"))
+    add(mock, "PUBLISH", "/p", mark("unauthorized", "\n# Unauthorized\n\nbad token\n"))
     with pytest.raises(MarkError) as info:
         mark_publish(client, "/p", "x", 1)
     assert TOKEN not in str(info.value) and TOKEN not in repr(info.value)
-    assert TOKEN not in server.calls[0].request.url
+    assert TOKEN not in mock.calls[0].request.url
     assert info.value.status == "unauthorized" and "bad token" in info.value.message
 
 
 @pytest.mark.parametrize("status", ["not-found", "not-permitted", "archived", "bad-request", "server-error"])
-def test_error_status_mid_loop_raises_and_publishes_nothing_more(server, client, status):
-    add(server, "PUBLISH", "/p", conflict(5, 6))
-    add(server, "FETCH", "/p/v5", mark("ok", BASE, version=5, current_version=6))
-    add(server, "FETCH", "/p/v6", mark(status, "\n# Oops\n\nthe reason\n", detail="d"))
+def test_error_status_mid_loop_raises_and_publishes_nothing_more(mock, client, status):
+    add(mock, "PUBLISH", "/p", conflict(5, 6))
+    add(mock, "FETCH", "/p/v5", mark("ok", BASE, version=5, current_version=6))
+    add(mock, "FETCH", "/p/v6", mark(status, "\n# Oops\n\nthe reason\n", detail="d"))
     with pytest.raises(MarkError) as info:
         mark_publish(client, "/p", OURS, 5, on_conflict="merge")
     assert info.value.status == status and info.value.metadata == {"detail": "d"}
     assert "the reason" in str(info.value)
-    assert [c[0] for c in sent(server)].count("PUBLISH") == 1
+    assert [c[0] for c in sent(mock)].count("PUBLISH") == 1
 
 
-def test_missing_base_version_is_a_structured_conflict(server, client):
-    add(server, "PUBLISH", "/p", conflict(5, 6))
-    add(server, "FETCH", "/p/v5", mark("not-found", "\n# Not found\n\n/p/v5 not found\n"))
-    add(server, "FETCH", "/p", mark("ok", THEIRS, version=6))
+def test_missing_base_version_is_a_structured_conflict(mock, client):
+    add(mock, "PUBLISH", "/p", conflict(5, 6))
+    add(mock, "FETCH", "/p/v5", mark("not-found", "\n# Not found\n\n/p/v5 not found\n"))
+    add(mock, "FETCH", "/p", mark("ok", THEIRS, version=6))
     res = mark_publish(client, "/p", OURS, 5, on_conflict="merge")
     assert res.to_text() == ("status: conflict\nyour-version: 5\ncurrent-version: 6\n"
                              "mergeable: false\nreason: base-unavailable\n")
-    assert [verb for verb, *_ in sent(server)].count("PUBLISH") == 1
+    assert [verb for verb, *_ in sent(mock)].count("PUBLISH") == 1
 
 
-def test_merge_publish_rejected(server, client):
-    add(server, "FETCH", "/p", mark("ok", THEIRS, version=6))
-    add(server, "FETCH", "/p/v5", mark("ok", BASE, version=5))
-    add(server, "FETCH", "/p/v6", mark("ok", THEIRS, version=6))
-    add(server, "PUBLISH", "/p", mark("archived", ""))
+def test_merge_publish_rejected(mock, client):
+    add(mock, "FETCH", "/p", mark("ok", THEIRS, version=6))
+    add(mock, "FETCH", "/p/v5", mark("ok", BASE, version=5))
+    add(mock, "FETCH", "/p/v6", mark("ok", THEIRS, version=6))
+    add(mock, "PUBLISH", "/p", mark("archived", ""))
     with pytest.raises(MarkError, match="archived"):
         merge_and_publish(client, "/p", OURS, 5)
 
@@ -305,8 +305,8 @@ def test_merge_publish_rejected(server, client):
     (dict(body=requests.ConnectionError("refused")), "ConnectionError"),
     (dict(body=requests.Timeout("slow")), "Timeout"),
 ])
-def test_transport_failures(server, client, reply, word):
-    server.add("FETCH", URL + "/p", **reply)
+def test_transport_failures(mock, client, reply, word):
+    mock.add("FETCH", URL + "/p", **reply)
     with pytest.raises(MarkError, match=word) as info:
         client.fetch("/p")
     assert info.value.status == "transport"
@@ -314,15 +314,15 @@ def test_transport_failures(server, client, reply, word):
         assert URL + "/p" in str(info.value)
 
 
-def test_transport_failure_mid_loop(server, client):
-    add(server, "PUBLISH", "/p", conflict(5, 6))
-    server.add("FETCH", URL + "/p/v5", body=requests.ConnectionError("gone"))
+def test_transport_failure_mid_loop(mock, client):
+    add(mock, "PUBLISH", "/p", conflict(5, 6))
+    mock.add("FETCH", URL + "/p/v5", body=requests.ConnectionError("gone"))
     with pytest.raises(MarkError, match="transport"):
         mark_publish(client, "/p", OURS, 5, on_conflict="merge")
 
 
-def test_missing_version_field_is_a_clear_error(server, client):
-    add(server, "PUBLISH", "/p", mark("created"))
+def test_missing_version_field_is_a_clear_error(mock, client):
+    add(mock, "PUBLISH", "/p", mark("created"))
     with pytest.raises(MarkError, match="version"):
         mark_publish(client, "/p", "x", 1)
 
@@ -377,44 +377,44 @@ def test_reader_rejects_what_it_cannot_read(text):
         mp.read_frontmatter(text)
 
 
-def test_body_starting_with_dashes_survives_both_ways(server, client):
+def test_body_starting_with_dashes_survives_both_ways(mock, client):
     body = "---\ntitle: not metadata\n---\n# Real body\n"
-    add(server, "PUBLISH", "/p", mark("created", version=1))
-    add(server, "FETCH", "/p", mark("ok", body, version=1))
-    add(server, "FETCH", "/p/v1", mark("ok", body, version=1, current_version=1))
+    add(mock, "PUBLISH", "/p", mark("created", version=1))
+    add(mock, "FETCH", "/p", mark("ok", body, version=1))
+    add(mock, "FETCH", "/p/v1", mark("ok", body, version=1, current_version=1))
     client.publish("/p", body, expected_version=0)
-    assert sent(server)[0][3] == body
+    assert sent(mock)[0][3] == body
     assert client.fetch("/p").body == body
 
 
-def test_request_without_token_or_body_sends_empty_payload(server):
-    add(server, "FETCH", "/a%20b.md", mark("ok", "x", version=1))
+def test_request_without_token_or_body_sends_empty_payload(mock):
+    add(mock, "FETCH", "/a%20b.md", mark("ok", "x", version=1))
     response = MarkClient(URL).request("FETCH", "/a b.md")
-    assert server.calls[0].request.body in (None, b"")
+    assert mock.calls[0].request.body in (None, b"")
     assert response == MarkResponse("ok", {"version": "1"}, "x")
 
 
 # ------------------------------------------------------------ CLI
 
-def test_cli_merge(server, monkeypatch, capsysbinary, tmp_path):
+def test_cli_merge(mock, monkeypatch, capsysbinary, tmp_path):
     monkeypatch.setenv("MARK_TOKEN", TOKEN)
     body = tmp_path / "doc.md"
     body.write_text(OURS)
-    add(server, "PUBLISH", "/p", conflict(5, 6))
-    add(server, "FETCH", "/p/v5", mark("ok", BASE, version=5))
-    add(server, "FETCH", "/p/v6", mark("ok", THEIRS, version=6))
-    add(server, "PUBLISH", "/p", mark("created", version=7))
+    add(mock, "PUBLISH", "/p", conflict(5, 6))
+    add(mock, "FETCH", "/p/v5", mark("ok", BASE, version=5))
+    add(mock, "FETCH", "/p/v6", mark("ok", THEIRS, version=6))
+    add(mock, "PUBLISH", "/p", mark("created", version=7))
     code = mp.main(["--server", URL, "/p", "--expected-version", "5", "--on-conflict", "merge",
                     "--file", str(body)])
     assert code == 0
     assert capsysbinary.readouterr().out.decode().startswith("status: ok\nversion: 7\nmerged: true\n")
-    assert sent(server)[0][2]["auth"] == TOKEN
+    assert sent(mock)[0][2]["auth"] == TOKEN
 
 
-def test_cli_conflict_from_stdin(server, monkeypatch, capsysbinary):
+def test_cli_conflict_from_stdin(mock, monkeypatch, capsysbinary):
     monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(OURS.encode())))
-    add(server, "PUBLISH", "/p", conflict(5, 6))
-    add(server, "FETCH", "/p/v6", mark("ok", THEIRS, version=6))
+    add(mock, "PUBLISH", "/p", conflict(5, 6))
+    add(mock, "FETCH", "/p/v6", mark("ok", THEIRS, version=6))
     assert mp.main(["--server", URL, "/p", "--expected-version", "5"]) == 1
     assert capsysbinary.readouterr().out == b"status: conflict\nyour-version: 5\ncurrent-version: 6\n"
 
@@ -424,7 +424,7 @@ def test_cli_conflict_from_stdin(server, monkeypatch, capsysbinary):
     (["--server", URL, "/p", "--expected-version", "1", "--file", "/nonexistent/x"], "No such file"),
     (["--server", "ftp://x", "/p", "--expected-version", "1", "--file", __file__], "base_url"),
 ])
-def test_cli_errors(server, capsysbinary, monkeypatch, argv, word):
+def test_cli_errors(mock, capsysbinary, monkeypatch, argv, word):
     monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"x")))
     assert mp.main(argv) == 2
     captured = capsysbinary.readouterr()

@@ -11,7 +11,6 @@ import ssl
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -106,15 +105,13 @@ def test_a_certificate_nobody_vouches_for_is_refused(server, tmp_path):
             assert failure.value.status == "transport"
 
 
-def test_nothing_listening_is_a_transport_error_within_the_timeout(server):
+def test_nothing_listening_is_a_transport_error_that_sent_nothing(server):
     port = int(server.mark_url.rsplit(":", 1)[1])
     server.close()
     with MarkClient(f"mark://127.0.0.1:{port}", verify=False, timeout=0.5) as c:
-        started = time.monotonic()
         with pytest.raises(MarkError) as failure:
             c.fetch("/doc.md")
-        assert time.monotonic() - started < 2.0
-    assert failure.value.status == "transport" and not isinstance(failure.value, mark_publish._AnswerLost)
+    assert failure.value.status == "transport" and not failure.value.may_have_landed
 
 
 def test_a_connection_the_server_closed_is_replaced(server, tmp_path):

@@ -704,17 +704,14 @@ def test_a_request_line_trickled_past_the_deadline_is_dropped(tmp_path, monkeypa
     with serve(tmp_path / "store", token=TOKEN, log=None) as server:
         parts = urlsplit(server.url)
         with socket.create_connection((parts.hostname, parts.port), timeout=10) as conn:
-            start = time.monotonic()
             try:
-                for byte in b"FETCH /health HTTP/1.1\r\nX-Slow: " + b"y" * 20:  # bounded: 0.2 s a byte
+                for byte in b"FETCH /health HTTP/1.1\r\nX-Slow: " + b"y" * 10:  # 0.2 s a byte: 7 s, past 1 s
                     conn.sendall(bytes([byte]))
                     time.sleep(0.2)
-                    if time.monotonic() - start > 3:
-                        break
-                assert conn.recv(1024) == b""
-            except OSError:
-                pass  # dropped: what a dropped connection looks like from here
-            assert time.monotonic() - start < 3  # dropped at the deadline, long before the 9 s trickle ends
+                dropped = conn.recv(1024) == b""  # a server still waiting would time this out: an error
+            except ConnectionError:
+                dropped = True  # reset: what a dropped connection can look like from here too
+            assert dropped
         assert alive(server)
 
 
