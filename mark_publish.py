@@ -1,7 +1,10 @@
 """Publish to a Mark Protocol server without losing concurrent edits.
 
+    >>> import tempfile
+    >>> from mark_server import serve                     # a reference server to try it on
+    >>> server = serve(tempfile.mkdtemp(), token="dev-secret", log=None)
     >>> from mark_publish import MarkClient, mark_publish
-    >>> client = MarkClient(url, token="dev-secret")      # "mark://host" or "http://..."; os.environ["MARK_TOKEN"]
+    >>> client = MarkClient(server.url, token="dev-secret")   # or "mark://host"; os.environ["MARK_TOKEN"]
     >>> client.publish("/notes.md", "# Notes\\n\\nA.\\n\\nB.\\n", expected_version=0).status
     'created'
     >>> page = client.fetch("/notes.md")                  # MarkResponse(status, metadata, body)
@@ -22,6 +25,7 @@
     A, ours.
     <BLANKLINE>
     B, theirs.
+    >>> client.close(); server.close()
 
     $ MARK_TOKEN=... python -m mark_publish --server URL /notes.md --expected-version 6 \\
           --on-conflict merge --file notes.md      # exit 0 ok, 1 conflict, 2 error
@@ -63,6 +67,8 @@ verb is the HTTP method, the Mark request is the HTTP body, and the Mark
 response comes back the same way with HTTP 200.  This file needs
 `requests` and `diff3.py` beside it; vendor the two together.
 """
+
+from __future__ import annotations
 
 import argparse
 import hashlib
@@ -167,6 +173,317 @@ class PublishResult:
             lines.append("\n" + self.body)
         return "".join(lines)
 
+
+# --------------------------------------------------------------- publishing
+
+def mark_publish(
+    client: MarkClient,
+    path: str,
+    body: str,
+    expected_version: int,
+    on_conflict: str = "fail",
+    max_retries: int = 3,
+    metadata: Optional[Dict[str, str]] = None,
+) -> PublishResult:
+    """PUBLISH `body`, edited from `expected_version`; on a lost race, as `on_conflict` says.
+
+    "fail" returns the conflict; "merge" merges and publishes the merge;
+    "candidate" merges and publishes nothing, for the caller to read the
+    merge first (see `after_conflict`).  Raises `MarkError` for any Mark
+    error status and for transport failures.
+    """
+    _check_publish(path, body, expected_version, max_retries, on_conflict)
+    response = client.publish(path, body, expected_version, metadata)
+    if response.status in ("ok", "created"):
+        return PublishResult("ok", version=_int_field(response, "version"), merged=False)
+    if response.status != "conflict":
+        raise MarkError.from_response(response, f"PUBLISH {path}")
+    return after_conflict(client, path, body, expected_version, response, on_conflict, max_retries, metadata)
+
+
+def after_conflict(
+    client: MarkClient,
+    path: str,
+    body: str,
+    expected_version: int,
+    conflict: MarkResponse,
+    on_conflict: str = "fail",
+    max_retries: int = 3,
+    metadata: Optional[Dict[str, str]] = None,
+) -> PublishResult:
+    """What `mark_publish` does once the PUBLISH of `body` at `expected_version` answered `conflict`.
+
+    The version the conflict names is read by number.  When it holds this
+    very body, the server stored the write after all: as expected + 1 it
+    is a retry of a publish that landed (`status: ok`); later, it was
+    stored over the versions in between (the real server's stale write),
+    and the version just before it is restored before anything else (see
+    `_repair`).  Then "merge" runs the merge loop, "candidate" merges once
+    and publishes nothing, "fail" answers the conflict.
+    """
+    _check_publish(path, body, expected_version, max_retries, on_conflict)
+    current = _int_field(conflict, "server-version")
+    mine = _Sent(body, expected_version)
+    if on_conflict == "merge":
+        return _merge(client, path, body, expected_version, current, mine, max_retries, metadata)
+    repairs: List[int] = []
+    if current and _body(client, path, current) == body:
+        if current == expected_version + 1:
+            return PublishResult("ok", version=current, merged=False)
+        repair = _repair(client, path, mine, current, max_retries, metadata, repairs, keep=False)
+        if repair.kind == "ok":  # it could not be undone, only merged with: the edit is in
+            return PublishResult("ok", version=repair.version, merged=True, base_version=expected_version,
+                                 their_version=repair.their_version, repaired=repairs[0], body=repair.text)
+        current = repair.version
+    if on_conflict == "fail":
+        return PublishResult("conflict", your_version=expected_version, current_version=current,
+                             repaired=_first(repairs))
+    return _candidate(client, path, body, expected_version, current, repairs)
+
+
+def merge_and_publish(
+    client: MarkClient,
+    path: str,
+    body: str,
+    expected_version: int,
+    max_retries: int = 3,
+    metadata: Optional[Dict[str, str]] = None,
+) -> PublishResult:
+    """Merge `body` (edited from `expected_version`) onto the latest version and publish it.
+
+    When that version is gone (never was, or dropped by the server's
+    retention), returns `status: conflict, reason: base-unavailable`: fetch
+    the document and redo the edit.
+    """
+    _check_publish(path, body, expected_version, max_retries)
+    current = _current_version(client, path)
+    return _merge(client, path, body, expected_version, current, _Sent(body, expected_version),
+                  max_retries, metadata)
+
+
+def merge_candidate(client: MarkClient, path: str, body: str, expected_version: int) -> PublishResult:
+    """The merge `merge_and_publish` would publish, with nothing published: for an agent to read first.
+
+    Returns `status: merge-candidate` with `publish_at_version` (the
+    version to publish it against) and `has_markers` (whether the body
+    holds conflict markers to resolve first), or the answers
+    `merge_and_publish` gives when there is nothing to merge.
+    """
+    _check_publish(path, body, expected_version, 1)
+    current = _current_version(client, path)
+    if _body(client, path, current) == body and current == expected_version + 1:
+        return PublishResult("ok", version=current, merged=False)
+    return _candidate(client, path, body, expected_version, current, [])
+
+
+def mark_append(client: MarkClient, path: str, body: str,
+                expected_version: Optional[int] = None) -> PublishResult:
+    """APPEND `body` to the end of the document; never merges.
+
+    With no `expected_version` (or 0), the current version is read first.
+    """
+    _check_path(path)
+    _check_body(body)
+    if not body:
+        raise ValueError("body must not be empty for an APPEND")
+    if expected_version is not None:
+        _check_int("expected_version", expected_version, minimum=0)
+    if not expected_version:
+        response = client.versions(path)
+        if response.status != "ok":
+            raise MarkError.from_response(response, f"VERSIONS {path}")
+        expected_version = _int_field(response, "current")
+    response = client.append(path, body, expected_version)
+    if response.status in ("ok", "created"):
+        return PublishResult("ok", version=_int_field(response, "version"), merged=False)
+    if response.status == "conflict":
+        return PublishResult("conflict", your_version=expected_version,
+                             current_version=_int_field(response, "server-version"))
+    raise MarkError.from_response(response, f"APPEND {path}")
+
+
+# ----------------------------------------------------------- the merge loop
+
+class _Sent(NamedTuple):
+    """A body this call published, and the version it published it against."""
+    text: str
+    against: int
+
+
+class _Outcome(NamedTuple):
+    """How `_publish_change` ended: "ok" (`text` is version `version`, merged onto
+    `their_version`), "overlap" (`text` has markers; `version` is the latest seen)
+    or "contention" (`version` is the latest seen)."""
+    kind: str
+    version: int
+    text: str = ""
+    their_version: int = 0
+
+
+def _merge(client: MarkClient, path: str, body: str, expected_version: int, current: int, mine: _Sent,
+           max_retries: int, metadata: Optional[Dict[str, str]]) -> PublishResult:
+    """The merge loop, for `mark_publish(..., on_conflict="merge")` and `merge_and_publish`."""
+    base = _base(client, path, expected_version)
+    if base is None:
+        return _base_unavailable(client, path, expected_version)
+    repairs: List[int] = []
+    outcome = _publish_change(client, path, base, body, current, mine, max_retries, metadata, repairs)
+    if outcome.kind == "ok" and outcome.text == body and not repairs:
+        return PublishResult("ok", version=outcome.version, merged=False)
+    if outcome.kind == "ok":
+        return PublishResult("ok", version=outcome.version, merged=True, base_version=expected_version,
+                             their_version=outcome.their_version, repaired=_first(repairs), body=outcome.text)
+    if outcome.kind == "overlap":
+        return PublishResult("conflict", your_version=expected_version, current_version=outcome.version,
+                             mergeable=False, repaired=_first(repairs), body=outcome.text)
+    return PublishResult("conflict", your_version=expected_version, current_version=outcome.version,
+                         mergeable=False, reason="contention", retries=max_retries, repaired=_first(repairs))
+
+
+def _publish_change(client: MarkClient, path: str, base: str, ours: str, current: int, sent: Optional[_Sent],
+                    tries: int, metadata: Optional[Dict[str, str]], repairs: List[int],
+                    merge: Callable[[str, str, str], Tuple[str, bool]] = diff3) -> _Outcome:
+    """Publish the change from `base` to `ours` onto the latest version: at most `tries` PUBLISHes.
+
+    Each round reads the latest version by number (`current`, then the one
+    each conflict names), merges `diff3(base, ours, theirs)` and publishes
+    a clean merge against it.  When the latest version is `sent`, what
+    this call published last, the server stored it after answering
+    conflict or losing the answer: as `sent.against + 1` it landed; later,
+    it went over versions in between, which `_repair` restores first.
+    """
+    published = 0
+    while True:
+        theirs = _body(client, path, current)
+        if sent is not None and theirs == sent.text:
+            if current == sent.against + 1:
+                return _Outcome("ok", current, theirs, sent.against)
+            repair = _repair(client, path, sent, current, tries, metadata, repairs, keep=True)
+            if repair.kind == "ok":  # the overwritten version merged back in, ours kept
+                return repair
+            current, theirs, sent = repair.version, _body(client, path, repair.version), None
+        if published == tries:
+            return _Outcome("contention", current)
+        merged, overlap = merge(base, ours, theirs)
+        if overlap:
+            return _Outcome("overlap", current, merged)
+        response = client.publish(path, merged, current, metadata)
+        published += 1
+        if response.status in ("ok", "created"):
+            return _Outcome("ok", _int_field(response, "version"), merged, current)
+        if response.status != "conflict":
+            raise MarkError.from_response(response, f"PUBLISH {path}")
+        sent, current = _Sent(merged, current), _int_field(response, "server-version")
+
+
+def _repair(client: MarkClient, path: str, sent: _Sent, stored: int, tries: int,
+            metadata: Optional[Dict[str, str]], repairs: List[int], keep: bool) -> _Outcome:
+    """Restore version `stored - 1`, which the server overwrote with `sent` (stored as `stored`).
+
+    The real server can store a write made against version N as N+2 or
+    later, over another writer's N+1, and answer it `conflict`: N+1's
+    edits are then gone from the current document, though its writer was
+    told they landed.  Two ways to bring them back, `keep` says which first:
+    keeping ours, publish the change from version `sent.against` to N+1
+    onto the latest version ("ok"); undoing ours, publish the change from
+    `sent` back to N+1 ("undone"; while the latest is still `stored`, that
+    is N+1's body again).  Where both overlap (a writer built on the stale
+    version next to what it dropped), N+1 is merged back in keeping both
+    sides of each overlap, N+1's lines first (`_union`): its edits are owed
+    to a writer already told they landed.  MarkError when none lands: a
+    person must restore N+1.
+    """
+    lost = stored - 1
+    repairs.append(lost)
+    restored = _body(client, path, lost)
+    against = _body(client, path, sent.against)
+    tries = max(tries, _REPAIR_TRIES)  # owed to another writer: more rounds than an edit gets
+    ways = [("ok", against, diff3), ("undone", sent.text, diff3)]
+    for kind, base, merge in (ways if keep else ways[::-1]) + [("ok", against, _union)]:
+        outcome = _publish_change(client, path, base, restored, stored, None, tries, metadata, repairs, merge)
+        if outcome.kind == "ok":
+            return outcome._replace(kind=kind, their_version=lost)
+        stored = outcome.version  # the latest seen: the next way starts there
+    raise MarkError("overwritten", f"{path}: the server stored a write of ours over version {lost} "
+                                   f"and restoring it failed ({outcome.kind}); publish {path}/v{lost} "
+                                   "again by hand", {"lost-version": str(lost)}, may_have_landed=True)
+
+
+def _union(base: str, restored: str, latest: str) -> Tuple[str, bool]:
+    """diff3, with each overlap resolved as both sides, `restored`'s lines first; overlapping
+    (True) where that cannot be read back safely (a marker line among the texts' own lines)."""
+    token = hashlib.sha256((base + restored + latest).encode("utf-8")).hexdigest()[:16]
+    start, end = f"<<<<<<< restored-{token}\n", f">>>>>>> latest-{token}\n"
+    merged, overlap = diff3(base, restored, latest, labels=(f"restored-{token}", "base", f"latest-{token}"))
+    if not overlap:
+        return merged, False
+    out: List[str] = []
+    block: Optional[List[str]] = None
+    for line in merged.splitlines(keepends=True):
+        if line == start:
+            block = []
+        elif line == end and block is not None:
+            if block.count("=======\n") != 1:
+                return merged, True  # a line of the texts reads as the separator: no safe reading
+            out += [kept for kept in block if kept != "=======\n"]
+            block = None
+        else:
+            (out if block is None else block).append(line)
+    return "".join(out), False
+
+
+def _candidate(client: MarkClient, path: str, body: str, expected_version: int, current: int,
+               repairs: List[int]) -> PublishResult:
+    base = _base(client, path, expected_version)
+    if base is None:
+        return _base_unavailable(client, path, expected_version)
+    merged, had_conflict = diff3(base, body, _body(client, path, current))
+    return PublishResult("merge-candidate", your_version=expected_version, current_version=current,
+                         publish_at_version=current, has_markers=had_conflict, repaired=_first(repairs),
+                         body=merged)
+
+
+def _base(client: MarkClient, path: str, expected_version: int) -> Optional[str]:
+    """The body of the version the caller edited ("" for version 0); None when it is gone."""
+    if not expected_version:
+        return ""
+    response = client.fetch(path, version=expected_version)
+    if response.status == "not-found":  # never was, or the server let it go
+        return None
+    if response.status != "ok":
+        raise MarkError.from_response(response, f"FETCH {path}/v{expected_version}")
+    return response.body
+
+
+def _base_unavailable(client: MarkClient, path: str, expected_version: int) -> PublishResult:
+    return PublishResult("conflict", your_version=expected_version, current_version=_current_version(client, path),
+                         mergeable=False, reason="base-unavailable")
+
+
+def _body(client: MarkClient, path: str, version: int) -> str:
+    """The body of `version` ("" for version 0), read by number: always that version's own body."""
+    if not version:
+        return ""
+    response = client.fetch(path, version=version)
+    if response.status != "ok":
+        raise MarkError.from_response(response, f"FETCH {path}/v{version}")
+    return response.body
+
+
+def _current_version(client: MarkClient, path: str) -> int:
+    """The newest version's number.  Only the number: the real server can pair it with an
+    older version's body (its current link lags its newest file), so bodies are read by number."""
+    latest = client.request("FETCH", path)
+    if latest.status != "ok":
+        raise MarkError.from_response(latest, f"FETCH {path}")
+    return _int_field(latest, "version")
+
+
+def _first(repairs: List[int]) -> Optional[int]:
+    return repairs[0] if repairs else None
+
+
+# --------------------------------------------------------------- the client
 
 class MarkClient:
     """A Mark server: over QUIC for mark://host[:port], over HTTP for http(s)://.
@@ -580,313 +897,6 @@ def _read_answer(http: requests.Response, doing: str, deadline: float) -> Tuple[
         raise _AnswerLost("transport", f"{doing}: the answer was cut off ({size} of {announced} bytes)")
     chunked = "chunked" in http.headers.get("Transfer-Encoding", "").lower()
     return b"".join(chunks), announced is not None or chunked
-
-
-def mark_publish(
-    client: MarkClient,
-    path: str,
-    body: str,
-    expected_version: int,
-    on_conflict: str = "fail",
-    max_retries: int = 3,
-    metadata: Optional[Dict[str, str]] = None,
-) -> PublishResult:
-    """PUBLISH `body`, edited from `expected_version`; on a lost race, as `on_conflict` says.
-
-    "fail" returns the conflict; "merge" merges and publishes the merge;
-    "candidate" merges and publishes nothing, for the caller to read the
-    merge first (see `after_conflict`).  Raises `MarkError` for any Mark
-    error status and for transport failures.
-    """
-    _check_publish(path, body, expected_version, max_retries, on_conflict)
-    response = client.publish(path, body, expected_version, metadata)
-    if response.status in ("ok", "created"):
-        return PublishResult("ok", version=_int_field(response, "version"), merged=False)
-    if response.status != "conflict":
-        raise MarkError.from_response(response, f"PUBLISH {path}")
-    return after_conflict(client, path, body, expected_version, response, on_conflict, max_retries, metadata)
-
-
-def after_conflict(
-    client: MarkClient,
-    path: str,
-    body: str,
-    expected_version: int,
-    conflict: MarkResponse,
-    on_conflict: str = "fail",
-    max_retries: int = 3,
-    metadata: Optional[Dict[str, str]] = None,
-) -> PublishResult:
-    """What `mark_publish` does once the PUBLISH of `body` at `expected_version` answered `conflict`.
-
-    The version the conflict names is read by number.  When it holds this
-    very body, the server stored the write after all: as expected + 1 it
-    is a retry of a publish that landed (`status: ok`); later, it was
-    stored over the versions in between (the real server's stale write),
-    and the version just before it is restored before anything else (see
-    `_repair`).  Then "merge" runs the merge loop, "candidate" merges once
-    and publishes nothing, "fail" answers the conflict.
-    """
-    _check_publish(path, body, expected_version, max_retries, on_conflict)
-    current = _int_field(conflict, "server-version")
-    mine = _Sent(body, expected_version)
-    if on_conflict == "merge":
-        return _merge(client, path, body, expected_version, current, mine, max_retries, metadata)
-    repairs: List[int] = []
-    if current and _body(client, path, current) == body:
-        if current == expected_version + 1:
-            return PublishResult("ok", version=current, merged=False)
-        repair = _repair(client, path, mine, current, max_retries, metadata, repairs, keep=False)
-        if repair.kind == "ok":  # it could not be undone, only merged with: the edit is in
-            return PublishResult("ok", version=repair.version, merged=True, base_version=expected_version,
-                                 their_version=repair.their_version, repaired=repairs[0], body=repair.text)
-        current = repair.version
-    if on_conflict == "fail":
-        return PublishResult("conflict", your_version=expected_version, current_version=current,
-                             repaired=_first(repairs))
-    return _candidate(client, path, body, expected_version, current, repairs)
-
-
-def merge_and_publish(
-    client: MarkClient,
-    path: str,
-    body: str,
-    expected_version: int,
-    max_retries: int = 3,
-    metadata: Optional[Dict[str, str]] = None,
-) -> PublishResult:
-    """Merge `body` (edited from `expected_version`) onto the latest version and publish it.
-
-    When that version is gone (never was, or dropped by the server's
-    retention), returns `status: conflict, reason: base-unavailable`: fetch
-    the document and redo the edit.
-    """
-    _check_publish(path, body, expected_version, max_retries)
-    current = _current_version(client, path)
-    return _merge(client, path, body, expected_version, current, _Sent(body, expected_version),
-                  max_retries, metadata)
-
-
-def merge_candidate(client: MarkClient, path: str, body: str, expected_version: int) -> PublishResult:
-    """The merge `merge_and_publish` would publish, with nothing published: for an agent to read first.
-
-    Returns `status: merge-candidate` with `publish_at_version` (the
-    version to publish it against) and `has_markers` (whether the body
-    holds conflict markers to resolve first), or the answers
-    `merge_and_publish` gives when there is nothing to merge.
-    """
-    _check_publish(path, body, expected_version, 1)
-    current = _current_version(client, path)
-    if _body(client, path, current) == body and current == expected_version + 1:
-        return PublishResult("ok", version=current, merged=False)
-    return _candidate(client, path, body, expected_version, current, [])
-
-
-# ------------------------------------------------------------ the merge loop
-
-class _Sent(NamedTuple):
-    """A body this call published, and the version it published it against."""
-    text: str
-    against: int
-
-
-class _Outcome(NamedTuple):
-    """How `_publish_change` ended: "ok" (`text` is version `version`, merged onto
-    `their_version`), "overlap" (`text` has markers; `version` is the latest seen)
-    or "contention" (`version` is the latest seen)."""
-    kind: str
-    version: int
-    text: str = ""
-    their_version: int = 0
-
-
-def _merge(client: MarkClient, path: str, body: str, expected_version: int, current: int, mine: _Sent,
-           max_retries: int, metadata: Optional[Dict[str, str]]) -> PublishResult:
-    """The merge loop, for `mark_publish(..., on_conflict="merge")` and `merge_and_publish`."""
-    base = _base(client, path, expected_version)
-    if base is None:
-        return _base_unavailable(client, path, expected_version)
-    repairs: List[int] = []
-    outcome = _publish_change(client, path, base, body, current, mine, max_retries, metadata, repairs)
-    if outcome.kind == "ok" and outcome.text == body and not repairs:
-        return PublishResult("ok", version=outcome.version, merged=False)
-    if outcome.kind == "ok":
-        return PublishResult("ok", version=outcome.version, merged=True, base_version=expected_version,
-                             their_version=outcome.their_version, repaired=_first(repairs), body=outcome.text)
-    if outcome.kind == "overlap":
-        return PublishResult("conflict", your_version=expected_version, current_version=outcome.version,
-                             mergeable=False, repaired=_first(repairs), body=outcome.text)
-    return PublishResult("conflict", your_version=expected_version, current_version=outcome.version,
-                         mergeable=False, reason="contention", retries=max_retries, repaired=_first(repairs))
-
-
-def _publish_change(client: MarkClient, path: str, base: str, ours: str, current: int, sent: Optional[_Sent],
-                    tries: int, metadata: Optional[Dict[str, str]], repairs: List[int],
-                    merge: Callable[[str, str, str], Tuple[str, bool]] = diff3) -> _Outcome:
-    """Publish the change from `base` to `ours` onto the latest version: at most `tries` PUBLISHes.
-
-    Each round reads the latest version by number (`current`, then the one
-    each conflict names), merges `diff3(base, ours, theirs)` and publishes
-    a clean merge against it.  When the latest version is `sent`, what
-    this call published last, the server stored it after answering
-    conflict or losing the answer: as `sent.against + 1` it landed; later,
-    it went over versions in between, which `_repair` restores first.
-    """
-    published = 0
-    while True:
-        theirs = _body(client, path, current)
-        if sent is not None and theirs == sent.text:
-            if current == sent.against + 1:
-                return _Outcome("ok", current, theirs, sent.against)
-            repair = _repair(client, path, sent, current, tries, metadata, repairs, keep=True)
-            if repair.kind == "ok":  # the overwritten version merged back in, ours kept
-                return repair
-            current, theirs, sent = repair.version, _body(client, path, repair.version), None
-        if published == tries:
-            return _Outcome("contention", current)
-        merged, overlap = merge(base, ours, theirs)
-        if overlap:
-            return _Outcome("overlap", current, merged)
-        response = client.publish(path, merged, current, metadata)
-        published += 1
-        if response.status in ("ok", "created"):
-            return _Outcome("ok", _int_field(response, "version"), merged, current)
-        if response.status != "conflict":
-            raise MarkError.from_response(response, f"PUBLISH {path}")
-        sent, current = _Sent(merged, current), _int_field(response, "server-version")
-
-
-def _repair(client: MarkClient, path: str, sent: _Sent, stored: int, tries: int,
-            metadata: Optional[Dict[str, str]], repairs: List[int], keep: bool) -> _Outcome:
-    """Restore version `stored - 1`, which the server overwrote with `sent` (stored as `stored`).
-
-    The real server can store a write made against version N as N+2 or
-    later, over another writer's N+1, and answer it `conflict`: N+1's
-    edits are then gone from the current document, though its writer was
-    told they landed.  Two ways to bring them back, `keep` says which first:
-    keeping ours, publish the change from version `sent.against` to N+1
-    onto the latest version ("ok"); undoing ours, publish the change from
-    `sent` back to N+1 ("undone"; while the latest is still `stored`, that
-    is N+1's body again).  Where both overlap (a writer built on the stale
-    version next to what it dropped), N+1 is merged back in keeping both
-    sides of each overlap, N+1's lines first (`_union`): its edits are owed
-    to a writer already told they landed.  MarkError when none lands: a
-    person must restore N+1.
-    """
-    lost = stored - 1
-    repairs.append(lost)
-    restored = _body(client, path, lost)
-    against = _body(client, path, sent.against)
-    tries = max(tries, _REPAIR_TRIES)  # owed to another writer: more rounds than an edit gets
-    ways = [("ok", against, diff3), ("undone", sent.text, diff3)]
-    for kind, base, merge in (ways if keep else ways[::-1]) + [("ok", against, _union)]:
-        outcome = _publish_change(client, path, base, restored, stored, None, tries, metadata, repairs, merge)
-        if outcome.kind == "ok":
-            return outcome._replace(kind=kind, their_version=lost)
-        stored = outcome.version  # the latest seen: the next way starts there
-    raise MarkError("overwritten", f"{path}: the server stored a write of ours over version {lost} "
-                                   f"and restoring it failed ({outcome.kind}); publish {path}/v{lost} "
-                                   "again by hand", {"lost-version": str(lost)}, may_have_landed=True)
-
-
-def _union(base: str, restored: str, latest: str) -> Tuple[str, bool]:
-    """diff3, with each overlap resolved as both sides, `restored`'s lines first; overlapping
-    (True) where that cannot be read back safely (a marker line among the texts' own lines)."""
-    token = hashlib.sha256((base + restored + latest).encode("utf-8")).hexdigest()[:16]
-    start, end = f"<<<<<<< restored-{token}\n", f">>>>>>> latest-{token}\n"
-    merged, overlap = diff3(base, restored, latest, labels=(f"restored-{token}", "base", f"latest-{token}"))
-    if not overlap:
-        return merged, False
-    out: List[str] = []
-    block: Optional[List[str]] = None
-    for line in merged.splitlines(keepends=True):
-        if line == start:
-            block = []
-        elif line == end and block is not None:
-            if block.count("=======\n") != 1:
-                return merged, True  # a line of the texts reads as the separator: no safe reading
-            out += [kept for kept in block if kept != "=======\n"]
-            block = None
-        else:
-            (out if block is None else block).append(line)
-    return "".join(out), False
-
-
-def _candidate(client: MarkClient, path: str, body: str, expected_version: int, current: int,
-               repairs: List[int]) -> PublishResult:
-    base = _base(client, path, expected_version)
-    if base is None:
-        return _base_unavailable(client, path, expected_version)
-    merged, had_conflict = diff3(base, body, _body(client, path, current))
-    return PublishResult("merge-candidate", your_version=expected_version, current_version=current,
-                         publish_at_version=current, has_markers=had_conflict, repaired=_first(repairs),
-                         body=merged)
-
-
-def _base(client: MarkClient, path: str, expected_version: int) -> Optional[str]:
-    """The body of the version the caller edited ("" for version 0); None when it is gone."""
-    if not expected_version:
-        return ""
-    response = client.fetch(path, version=expected_version)
-    if response.status == "not-found":  # never was, or the server let it go
-        return None
-    if response.status != "ok":
-        raise MarkError.from_response(response, f"FETCH {path}/v{expected_version}")
-    return response.body
-
-
-def _base_unavailable(client: MarkClient, path: str, expected_version: int) -> PublishResult:
-    return PublishResult("conflict", your_version=expected_version, current_version=_current_version(client, path),
-                         mergeable=False, reason="base-unavailable")
-
-
-def _body(client: MarkClient, path: str, version: int) -> str:
-    """The body of `version` ("" for version 0), read by number: always that version's own body."""
-    if not version:
-        return ""
-    response = client.fetch(path, version=version)
-    if response.status != "ok":
-        raise MarkError.from_response(response, f"FETCH {path}/v{version}")
-    return response.body
-
-
-def _current_version(client: MarkClient, path: str) -> int:
-    """The newest version's number.  Only the number: the real server can pair it with an
-    older version's body (its current link lags its newest file), so bodies are read by number."""
-    latest = client.request("FETCH", path)
-    if latest.status != "ok":
-        raise MarkError.from_response(latest, f"FETCH {path}")
-    return _int_field(latest, "version")
-
-
-def _first(repairs: List[int]) -> Optional[int]:
-    return repairs[0] if repairs else None
-
-
-def mark_append(client: MarkClient, path: str, body: str,
-                expected_version: Optional[int] = None) -> PublishResult:
-    """APPEND `body` to the end of the document; never merges.
-
-    With no `expected_version` (or 0), the current version is read first.
-    """
-    _check_path(path)
-    _check_body(body)
-    if not body:
-        raise ValueError("body must not be empty for an APPEND")
-    if expected_version is not None:
-        _check_int("expected_version", expected_version, minimum=0)
-    if not expected_version:
-        response = client.versions(path)
-        if response.status != "ok":
-            raise MarkError.from_response(response, f"VERSIONS {path}")
-        expected_version = _int_field(response, "current")
-    response = client.append(path, body, expected_version)
-    if response.status in ("ok", "created"):
-        return PublishResult("ok", version=_int_field(response, "version"), merged=False)
-    if response.status == "conflict":
-        return PublishResult("conflict", your_version=expected_version,
-                             current_version=_int_field(response, "server-version"))
-    raise MarkError.from_response(response, f"APPEND {path}")
 
 
 # ---- frontmatter codec: this block is the same, byte for byte, in mark_publish.py
