@@ -6,6 +6,7 @@ starve, which come from 127.0.0.1.  Every loop here is bounded.
 """
 
 import asyncio
+import contextlib
 from urllib.parse import urlsplit
 
 import pytest
@@ -20,12 +21,21 @@ TOKEN = "limits-token"
 pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 
 
-@pytest.fixture
-def quic_server(tmp_path):
+@contextlib.contextmanager
+def attacked(tmp_path):
+    """The reference server over QUIC (made now: after any monkeypatch of its limits), and an attacker."""
     with serve(tmp_path / "store", token=TOKEN, log=None, quic=True, rate_limit=0) as running:
         attacker = Attacker(urlsplit(running.mark_url).port)
-        yield running, attacker
-        attacker.close()
+        try:
+            yield running, attacker
+        finally:
+            attacker.close()
+
+
+@pytest.fixture
+def quic_server(tmp_path):
+    with attacked(tmp_path) as pair:
+        yield pair
 
 
 def fetches(server, times: int) -> list:
@@ -61,36 +71,28 @@ def test_a_client_over_its_share_of_requests_is_refused_unanswered(quic_server, 
 
 def test_a_reset_stream_gives_its_slot_back_at_once(tmp_path, monkeypatch):
     monkeypatch.setattr(MarkServer, "MAX_CONNECTIONS", 2)
-    with serve(tmp_path / "store", token=TOKEN, log=None, quic=True, rate_limit=0) as server:
-        attacker = Attacker(urlsplit(server.mark_url).port)
-        try:
-            protocol = attacker.connect()
-            streams = [attacker.open(protocol, b"PUBLISH /x.md\n") for _ in range(2)]
-            for stream in streams:
-                attacker.reset(protocol, stream)
-            assert fetches(server, 2) == ["ok", "ok"]  # long before the 60 s deadline
-        finally:
-            attacker.close()
+    with attacked(tmp_path) as (server, attacker):
+        protocol = attacker.connect()
+        streams = [attacker.open(protocol, b"PUBLISH /x.md\n") for _ in range(2)]
+        for stream in streams:
+            attacker.reset(protocol, stream)
+        assert fetches(server, 2) == ["ok", "ok"]  # long before the 60 s deadline
 
 
 def test_a_waiting_stream_gets_no_more_credit_than_its_window(tmp_path, monkeypatch):
     monkeypatch.setattr(MarkServer, "MAX_CONNECTIONS", 1)
-    with serve(tmp_path / "store", token=TOKEN, log=None, quic=True, rate_limit=0) as server:
-        attacker = Attacker(urlsplit(server.mark_url).port)
-        try:
-            protocol = attacker.connect()
-            attacker.open(protocol, b"PUBLISH /x.md\n")  # holds the one slot
-            queued = attacker.open(protocol, b"PUBLISH /y.md\n" + b"y" * (1 << 20))  # waits for it
-            sender = protocol._quic._streams[queued].sender
-            for _ in range(500):  # until the server has acknowledged all it let us send (bounded: 5 s)
-                if sender.highest_offset and sender._buffer_start == sender.highest_offset:
-                    break
-                attacker.run(asyncio.sleep(0.01))
-            window = MarkServer.QUIC_WINDOW  # what it may send: one window, no more
-            assert protocol._quic._streams[queued].max_stream_data_remote == window
-            assert sender.highest_offset == window
-        finally:
-            attacker.close()
+    with attacked(tmp_path) as (server, attacker):
+        protocol = attacker.connect()
+        attacker.open(protocol, b"PUBLISH /x.md\n")  # holds the one slot
+        queued = attacker.open(protocol, b"PUBLISH /y.md\n" + b"y" * (1 << 20))  # waits for it
+        sender = protocol._quic._streams[queued].sender
+        for _ in range(500):  # until the server has acknowledged all it let us send (bounded: 5 s)
+            if sender.highest_offset and sender._buffer_start == sender.highest_offset:
+                break
+            attacker.run(asyncio.sleep(0.01))
+        window = MarkServer.QUIC_WINDOW  # what it may send: one window, no more
+        assert protocol._quic._streams[queued].max_stream_data_remote == window
+        assert sender.highest_offset == window
 
 
 def test_quic_bodies_count_in_the_budget_until_their_stream_ends(quic_server):
@@ -113,22 +115,18 @@ def test_quic_bodies_count_in_the_budget_until_their_stream_ends(quic_server):
 def test_a_stream_past_its_deadline_is_reset_and_gives_everything_back(tmp_path, monkeypatch):
     monkeypatch.setattr(MarkServer, "REQUEST_DEADLINE", 1.0)
     monkeypatch.setattr(MarkServer, "MAX_CONNECTIONS", 1)
-    with serve(tmp_path / "store", token=TOKEN, log=None, quic=True, rate_limit=0) as server:
-        attacker = Attacker(urlsplit(server.mark_url).port)
-        try:
-            protocol = attacker.connect()
-            stream = attacker.open(protocol, b"PUBLISH /x.md\n" + b"x" * 200_000)  # and it never ends
-            for _ in range(500):  # bounded: 5 s, the deadline is 1 s
-                quic_stream = protocol._quic._streams.get(stream)
-                if quic_stream is None or quic_stream.sender._reset_error_code is not None:
-                    break  # told to stop sending (STOP_SENDING): the client reset its side
-                attacker.run(asyncio.sleep(0.01))
-            else:
-                pytest.fail("the stream was never told to stop")
-            assert server.buffered.used == 0
-            assert fetches(server, 1) == ["ok"]  # the one slot is free again
-        finally:
-            attacker.close()
+    with attacked(tmp_path) as (server, attacker):
+        protocol = attacker.connect()
+        stream = attacker.open(protocol, b"PUBLISH /x.md\n" + b"x" * 200_000)  # and it never ends
+        for _ in range(500):  # bounded: 5 s, the deadline is 1 s
+            quic_stream = protocol._quic._streams.get(stream)
+            if quic_stream is None or quic_stream.sender._reset_error_code is not None:
+                break  # told to stop sending (STOP_SENDING): the client reset its side
+            attacker.run(asyncio.sleep(0.01))
+        else:
+            pytest.fail("the stream was never told to stop")
+        assert server.buffered.used == 0
+        assert fetches(server, 1) == ["ok"]  # the one slot is free again
 
 
 def test_quic_uploads_that_outgrow_the_budget_together_all_finish(tmp_path, monkeypatch):
