@@ -187,6 +187,8 @@ def diff3(
     markers = _Markers("<<<<<<< " + labels[0] + eol, "||||||| " + labels[1] + eol, "=======" + eol,
                        ">>>>>>> " + labels[2] + eol, style == "diff3")
     out, had_conflict = _merge_lines(*texts, markers)
+    if not had_conflict and _new_line_held_twice(out, *texts):
+        out, had_conflict = _one_block(*texts, markers), True
     # Only a document's last line can lack a newline; if none does, plain join.
     ended = all(lines[-1].endswith("\n") for lines in texts if lines)
     return Merge("".join(out) if ended else join_lines(out, eol), had_conflict)
@@ -247,6 +249,35 @@ def _line_ending(texts: Sequence[List[str]]) -> str:
 
 
 OURS, THEIRS = 0, 1  # the two sides, as indices and as a change's `side`
+
+
+def _new_line_held_twice(merged: List[str], base: List[str], ours: List[str], theirs: List[str]) -> bool:
+    """The safety net under a clean merge: does it hold a text line base lacks more
+    often than ours and theirs each do?  Then a change was merged twice."""
+    def tally(lines: List[str]) -> Counter:
+        return Counter(line.rstrip("\r\n") for line in lines if not line.isspace())
+
+    merged_n, base_n, ours_n, theirs_n = map(tally, (merged, base, ours, theirs))
+    return any(n > max(ours_n[line], theirs_n[line]) and not base_n[line] for line, n in merged_n.items())
+
+
+def _one_block(base: List[str], ours: List[str], theirs: List[str], markers: "_Markers") -> List[str]:
+    """Every change as one conflict block; the lines all three share at either end stay outside."""
+    start, middle, separator, end, with_base = markers
+    shortest = min(len(base), len(ours), len(theirs))
+    head = 0
+    while head < shortest and base[head] == ours[head] == theirs[head]:
+        head += 1
+    tail = 0
+    while tail < shortest - head and base[-1 - tail] == ours[-1 - tail] == theirs[-1 - tail]:
+        tail += 1
+
+    def middle_of(lines: List[str]) -> List[str]:
+        return lines[head:len(lines) - tail]
+
+    block = [start, *middle_of(ours), *([middle, *middle_of(base)] if with_base else []),
+             separator, *middle_of(theirs), end]
+    return ours[:head] + block + ours[len(ours) - tail:]
 
 
 class _Markers(NamedTuple):

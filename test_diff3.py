@@ -98,7 +98,20 @@ REPRODUCTIONS = [
     ("touching across a blank line", "## A\n\n- old\n\n## B\n", "## A\n\n## New\n\ntext\n\n## B\n",
      "## A\n\n- old\n- added\n\n## B\n", f"## A\n\n{START}## New\n\ntext\n{SEPARATOR}- old\n- added\n{END}\n## B\n", True),
     ("emptied vs appended", "a\nb\n", "", "a\nb\nc\n", f"{START}{SEPARATOR}a\nb\nc\n{END}", True),
+    # Issue 25: each merged clean with a line twice; the safety net makes each one conflict block.
+    ("replaced beside the same insertion", "x\n5\ny\n", "x\nA\nD\ny\n", "x\nA\n5\ny\n",
+     f"x\n{START}A\nD\n{SEPARATOR}A\n5\n{END}y\n", True),
+    ("the same import added by both", "import os\nx = 1\n", "import os\nimport sys\nx = 2\n",
+     "import os\nimport sys\nx = 1\n", f"import os\n{START}import sys\nx = 2\n{SEPARATOR}import sys\nx = 1\n{END}",
+     True),
+    ("git's zdiff3 interesting", "".join(f"{c}\n" for c in "123456789"), "".join(f"{c}\n" for c in "1234ABCDEFGHIJ789"),
+     "".join(f"{c}\n" for c in "1234ABC56GHIJ789"),
+     "1\n2\n3\n4\n" + START + "".join(f"{c}\n" for c in "ABCDEFGHIJ") + SEPARATOR
+     + "".join(f"{c}\n" for c in "ABC56GHIJ") + END + "7\n8\n9\n", True),
 ]
+
+
+CASES_BY_NAME_REPRO = {r[0]: r for r in REPRODUCTIONS}
 
 
 @pytest.mark.parametrize("name,base,ours,theirs,merged,conflict", REPRODUCTIONS, ids=[r[0] for r in REPRODUCTIONS])
@@ -133,6 +146,26 @@ def test_generated_cases_never_merge_clean_and_wrong(shape):
         clean += not conflict
     if shape == "adjacent":  # unique lines: the order of neighbouring edits is certain
         assert clean >= 0.95 * intended
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_no_clean_merge_holds_a_new_line_more_often_than_both_sides(shape):
+    # A line base lacks, held more often than ours and theirs each hold it: a change merged twice.
+    triples = [(r[1], r[2], r[3]) for r in REPRODUCTIONS] + [
+        (case.base, case.ours, case.theirs) for case in (generate(shape, seed) for seed in range(1500))]
+    for base, ours, theirs in triples:
+        for mine, yours in ((ours, theirs), (theirs, ours)):
+            merged, conflict = diff3(base, mine, yours)
+            if conflict:
+                continue
+            had, a, b = counts(base), counts(mine), counts(yours)
+            assert all(n <= max(a[line], b[line]) or had[line] for line, n in counts(merged).items()), (base, mine, yours)
+
+
+def test_the_safety_net_shows_base_in_diff3_style():
+    base, ours, theirs = CASES_BY_NAME_REPRO["the same import added by both"][1:4]
+    assert diff3(base, ours, theirs, style="diff3") == Merge(
+        f"import os\n{START}import sys\nx = 2\n||||||| base\nx = 1\n{SEPARATOR}import sys\nx = 1\n{END}", True)
 
 
 def resolved(merged, keep):
@@ -242,13 +275,16 @@ def test_bad_options_name_argument(kwargs, error, word):
 
 
 def test_gap_of_few_distinct_lines_merges_finely():
-    # No line is unique, so the Myers search must place both ticks.
+    # No line is unique, so the Myers search must place every tick.  (Theirs ticks
+    # with words of its own: three equal new lines where ours holds two and theirs
+    # one could as well be a change merged twice, and the safety net says conflict.)
     base = ["- [ ] todo", "- [ ] todo", ""] * 400
     ours, theirs = list(base), list(base)
     ours[30] = ours[900] = "- [x] todo"
-    theirs[450] = "- [x] todo"
+    theirs[450] = "- [x] todo, theirs"
     expected = list(base)
-    expected[30] = expected[450] = expected[900] = "- [x] todo"
+    expected[30] = expected[900] = "- [x] todo"
+    expected[450] = "- [x] todo, theirs"
     join = "\n".join
     assert diff3(join(base) + "\n", join(ours) + "\n", join(theirs) + "\n") == (join(expected) + "\n", False)
 
