@@ -107,6 +107,10 @@ _CACHED_VERSIONS = 64  # immutable versions kept per client
 REFUSED_TRIES = 8  # sends of a request the server keeps refusing unhandled, within the deadline
 _LOOK_AHEAD = 16  # versions after expected-version searched for a write whose answer was lost
 _REPAIR_TRIES = 10  # PUBLISHes a repair may take, at the least, while others keep publishing
+# After a lost race, a merge waits up to this long, then twice as long, and so on (at random:
+# writers that lost together do not come back together), within the client's timeout.
+# `python bench.py publish` at 8 writers: 0.02 s escalates ~35% of edits, 0.3 s ~1%.
+RETRY_PAUSE = 0.3
 
 
 class MarkResponse(NamedTuple):
@@ -346,13 +350,16 @@ def _publish_change(client: MarkClient, path: str, base: str, ours: str, current
     """Publish the change from `base` to `ours` onto the latest version: at most `tries` PUBLISHes.
 
     Each round reads the latest version by number (`current`, then the one
-    each conflict names), merges `diff3(base, ours, theirs)` and publishes
-    a clean merge against it.  When the latest version is `sent`, what
+    each conflict names, or the newest after a pause), merges
+    `diff3(base, ours, theirs)` and publishes a clean merge against it.
+    Between rounds it waits a random, growing while (RETRY_PAUSE) within
+    the client's timeout, so that writers who lost a race together do
+    not race again together.  When the latest version is `sent`, what
     this call published last, the server stored it after answering
     conflict or losing the answer: as `sent.against + 1` it landed; later,
     it went over versions in between, which `_repair` restores first.
     """
-    published = 0
+    published, deadline = 0, time.monotonic() + client.timeout
     while True:
         theirs = _body(client, path, current)
         if sent is not None and theirs == sent.text:
@@ -374,6 +381,12 @@ def _publish_change(client: MarkClient, path: str, base: str, ours: str, current
         if response.status != "conflict":
             raise MarkError.from_response(response, f"PUBLISH {path}")
         sent, current = _Sent(merged, current), _int_field(response, "server-version")
+        if published < tries and _body(client, path, current) != sent.text:
+            # Others keep publishing: step aside for a random, growing while, then merge onto the newest.
+            pause = random.uniform(0, RETRY_PAUSE * 2 ** (published - 1))
+            if time.monotonic() + pause < deadline:
+                time.sleep(pause)
+                current = _current_version(client, path)
 
 
 def _repair(client: MarkClient, path: str, sent: _Sent, stored: int, tries: int,

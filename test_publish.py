@@ -31,6 +31,12 @@ def conflict(your, current):
     return mark("conflict", "\n# Conflict\n\nsomeone published first\n", your_version=your, server_version=current)
 
 
+@pytest.fixture(autouse=True)
+def no_pause(monkeypatch):
+    """The merge loop's pauses between rounds are for real contention, not for these scripted answers."""
+    monkeypatch.setattr(mp, "RETRY_PAUSE", 0)
+
+
 @pytest.fixture
 def mock():
     with responses.RequestsMock(assert_all_requests_are_fired=True) as mock:
@@ -80,11 +86,12 @@ def test_success_on_second_try_does_not_refetch_base(mock, client):
     add(mock, "FETCH", "/p/v5", mark("ok", BASE, version=5, current_version=6))
     add(mock, "FETCH", "/p/v6", mark("ok", THEIRS, version=6))
     add(mock, "PUBLISH", "/p", conflict(6, 7))
-    add(mock, "FETCH", "/p/v7", mark("ok", later, version=7))
+    add(mock, "FETCH", "/p/v7", mark("ok", later, version=7))  # not ours: the race was lost
+    add(mock, "FETCH", "/p", mark("ok", later, version=7))  # after the pause: the newest version's number
     add(mock, "PUBLISH", "/p", mark("created", version=8))
     res = mark_publish(client, "/p", OURS, 5, on_conflict="merge")
     calls = sent(mock)
-    assert [(v, p) for v, p, _, _ in calls[4:]] == [("FETCH", "/p/v7"), ("PUBLISH", "/p")]
+    assert [(v, p) for v, p, _, _ in calls[4:]] == [("FETCH", "/p/v7"), ("FETCH", "/p"), ("PUBLISH", "/p")]
     assert calls[-1][2]["expected-version"] == "7"
     assert calls[-1][3] == MERGED.replace("Middle.", "Middle, third.")
     assert (res.status, res.version, res.their_version, res.base_version) == ("ok", 8, 7, 5)
@@ -94,12 +101,14 @@ def test_retry_exhaustion_reports_contention(mock, client):
     add(mock, "PUBLISH", "/p", conflict(5, 6))
     add(mock, "FETCH", "/p/v5", mark("ok", BASE, version=5, current_version=6))
     for n in (6, 7, 8):
+        if n > 6:  # after a pause, the newest version's number; its body is the one just read
+            add(mock, "FETCH", "/p", mark("ok", THEIRS + "x" * n, version=n))
         add(mock, "FETCH", f"/p/v{n}", mark("ok", THEIRS + "x" * n, version=n))
         add(mock, "PUBLISH", "/p", conflict(n, n + 1))
     # A last look at the version the last conflict names: is it our merge, stored after all?
     add(mock, "FETCH", "/p/v9", mark("ok", THEIRS, version=9))
     res = mark_publish(client, "/p", OURS, 5, on_conflict="merge", max_retries=3)
-    assert len(mock.calls) == 9
+    assert len(mock.calls) == 11
     assert res.body is None
     assert res.to_text() == ("status: conflict\nyour-version: 5\ncurrent-version: 9\n"
                              "mergeable: false\nreason: contention\nretries: 3\n")
