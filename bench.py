@@ -411,7 +411,7 @@ def bench_publish(args) -> None:
     print("-" * len(PUBLISH_HEADER))
     token = "bench-token"
     for transport in ("http", "quic"):
-        for writers in (1, 2, 4, 8):
+        for writers in (1, 2, 4, 8, 16):
             for mode in ("merge", "naive"):
                 with tempfile.TemporaryDirectory() as store, \
                         serve(store, token=token, log=None, quic=transport == "quic", rate_limit=0) as server:
@@ -432,7 +432,7 @@ def bench_real(args) -> None:
     print("-" * len(PUBLISH_HEADER))
     token = "bench-token"
     for rate_limit, label in ((None, "real limited"), (0, "real unlimited")):
-        for writers in (1, 2, 4, 8):
+        for writers in (1, 2, 4, 8, 16):
             for mode in ("merge", "naive"):
                 with tempfile.TemporaryDirectory() as folder, \
                         real_demarkus(Path(folder), token, rate_limit) as url:

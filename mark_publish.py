@@ -42,8 +42,9 @@ conflict is returned as it is.  With `on_conflict="merge"` the loop in
 3. `diff3(base, ours, theirs)`.  Clean: PUBLISH the merge against that
    version.  Overlapping edits: publish nothing and return `status:
    conflict, mergeable: false` with the marked body for a person or an LLM.
-4. If that PUBLISH conflicts too (yet another writer), go back to 2: at
-   most `max_retries` attempts in all, then return `reason: contention`.
+4. If that PUBLISH conflicts too (yet another writer), wait a random,
+   growing while (RETRY_PAUSE) and go back to 2 with the newest version:
+   at most `max_retries` attempts in all, then return `reason: contention`.
 
 Whenever theirs turns out to be what this call published last, the
 server stored it after all: as one past the version it was sent against,
@@ -77,7 +78,6 @@ import os
 import random
 import re
 import sys
-import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, fields
@@ -749,6 +749,8 @@ class MarkClient:
                     outcome.append((MarkError if _never_sent(error) else _AnswerLost)("transport", failure))
             except (MarkError, _Refused) as error:
                 outcome.append(error)
+
+        import threading  # the one thread this blocking client starts: the deadline's worker, here only
 
         worker = threading.Thread(target=exchange, name="mark-exchange", daemon=True)
         worker.start()
