@@ -346,7 +346,8 @@ class Handler(BaseHTTPRequestHandler):
             if not chunk:
                 break
             if budgeted:
-                if not self.server.buffered.take(len(chunk), self.client_address[0], self, self.server.REQUEST_DEADLINE):
+                client, deadline = self.client_address[0], self.server.REQUEST_DEADLINE
+                if not self.server.buffered.take(len(chunk), client, self, deadline):
                     break
                 self.held += len(chunk)
             if keep:
@@ -515,9 +516,10 @@ class _QuicListener:
     and more: a stream gets flow-control credit only for what its handler
     has taken in (QUIC_WINDOW bytes ahead), not, as aioquic grants it, for
     what arrived, so a stream waiting for a slot or for room in the budget
-    holds QUIC_WINDOW bytes at most.  A stream reset by the client frees its slot at
-    once; one past REQUEST_DEADLINE is reset, and one past the size limit
-    is answered too-large and told to stop sending: neither is buffered.
+    holds QUIC_WINDOW bytes at most.  A stream reset by the client frees
+    its slot at once; one past REQUEST_DEADLINE is reset, and one past the
+    size limit is answered too-large and told to stop sending: neither is
+    buffered.
     """
 
     def __init__(self, server: "MarkServer", host: str, port: int, tls_cert=None, tls_key=None):
@@ -574,8 +576,10 @@ class _QuicListener:
                 if granted and self.taken.get(stream.stream_id, 0) + window > granted:
                     stream.max_stream_data_local = self.taken[stream.stream_id] + window
                 if stream.max_stream_data_local_sent != stream.max_stream_data_local:
-                    buf = builder.start_frame(QuicFrameType.MAX_STREAM_DATA, capacity=MAX_STREAM_DATA_FRAME_CAPACITY,
-                                              handler=self._quic._on_max_stream_data_delivery, handler_args=(stream,))
+                    buf = builder.start_frame(QuicFrameType.MAX_STREAM_DATA,
+                                              capacity=MAX_STREAM_DATA_FRAME_CAPACITY,
+                                              handler=self._quic._on_max_stream_data_delivery,
+                                              handler_args=(stream,))
                     buf.push_uint_var(stream.stream_id)
                     buf.push_uint_var(stream.max_stream_data_local)
                     stream.max_stream_data_local_sent = stream.max_stream_data_local
@@ -669,8 +673,9 @@ class _QuicListener:
         writer.write(payload)
         writer.write_eof()
 
-    async def _receive(self, reader: asyncio.StreamReader, protocol, stream: int, held: List[int]) -> Optional[bytes]:
-        """The whole request (or as much as came before the stream was cut off); None past the size limit.
+    async def _receive(self, reader: asyncio.StreamReader, protocol, stream: int,
+                       held: List[int]) -> Optional[bytes]:
+        """The whole request (or what came before the stream was cut off); None past the size limit.
 
         Past SMALL_BODY bytes, each chunk is taken from the server's budget,
         waiting for room, before its credit is given back to the client.
@@ -1509,7 +1514,8 @@ def main(argv=None) -> int:
                         help="requests a second per client address, 0: off "
                              "(default: $DEMARKUS_RATE_LIMIT, else 50)")
     parser.add_argument("--rate-burst", type=int, metavar="N",
-                        help="requests a client may send at once above the rate (default: $DEMARKUS_RATE_BURST, else 100)")
+                        help="requests a client may send at once above the rate "
+                             "(default: $DEMARKUS_RATE_BURST, else 100)")
     args = parser.parse_args(argv)
     if bool(args.tls_cert) != bool(args.tls_key):
         parser.error("--tls-cert and --tls-key go together")
