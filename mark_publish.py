@@ -231,7 +231,7 @@ def after_conflict(
     if on_conflict == "merge":
         return _merge(client, path, body, expected_version, current, mine, max_retries, metadata)
     repairs: List[int] = []
-    if current and _body(client, path, current) == body:
+    if _holds(client, path, current, body):
         if current == expected_version + 1:
             return PublishResult("ok", version=current, merged=False)
         repair = _repair(client, path, mine, current, max_retries, metadata, repairs, keep=False)
@@ -275,7 +275,7 @@ def merge_candidate(client: MarkClient, path: str, body: str, expected_version: 
     """
     _check_publish(path, body, expected_version, 1)
     current = _current_version(client, path)
-    if _body(client, path, current) == body and current == expected_version + 1:
+    if current == expected_version + 1 and _holds(client, path, current, body):
         return PublishResult("ok", version=current, merged=False)
     return _candidate(client, path, body, expected_version, current, [])
 
@@ -483,6 +483,14 @@ def _body(client: MarkClient, path: str, version: int) -> str:
     return response.body
 
 
+def _holds(client: MarkClient, path: str, version: int, text: str) -> bool:
+    """Whether `version` exists and its body is `text` (a version the server will not give is not ours)."""
+    if not version:
+        return False
+    response = client.fetch(path, version=version)
+    return response.status == "ok" and response.body == text
+
+
 def _current_version(client: MarkClient, path: str) -> int:
     """The newest version's number.  Only the number: the real server can pair it with an
     older version's body (its current link lags its newest file), so bodies are read by number."""
@@ -592,7 +600,8 @@ class MarkClient:
         if version is None:
             latest = self.request("FETCH", path)
             number = latest.metadata.get("version", "")
-            if latest.status != "ok" or "current-version" in latest.metadata or not _is_version(number):
+            if latest.status != "ok" or "current-version" in latest.metadata or not _is_version(number) \
+                    or not int(number):
                 return latest  # not a current document (an error, or a version path such as /a.md/v3)
             pinned = self.fetch(path, version=int(number))
             if pinned.status != "ok" or pinned.body == latest.body:

@@ -143,6 +143,12 @@ def test_fail_mode_reads_the_current_version_and_publishes_nothing_more(mock, cl
     assert res.to_text() == "status: conflict\nyour-version: 5\ncurrent-version: 6\n"
 
 
+def test_fail_mode_answers_the_conflict_when_the_named_version_is_not_given(mock, client):
+    add(mock, "PUBLISH", "/p", conflict(5, 6))
+    add(mock, "FETCH", "/p/v6", mark("archived", "\n# Archived\n\n/p is archived\n"))
+    assert mark_publish(client, "/p", OURS, 5) == PublishResult("conflict", your_version=5, current_version=6)
+
+
 @pytest.mark.parametrize("mode", ["fail", "merge"])
 def test_conflict_with_own_landed_body_is_ok(mock, client, mode):
     # A retry of a publish whose answer was lost: the server holds this body already.
