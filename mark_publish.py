@@ -1128,7 +1128,7 @@ def _appended(old: str, text: str) -> str:
 # --------------------------------------------------------------------- CLI
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    """`python -m mark_publish`: publish a file or stdin; exit 0 ok, 1 conflict, 2 error."""
+    """`python -m mark_publish`: publish a file or stdin; exit 0 published, 1 not (a conflict, a candidate), 2 error."""
     parser = argparse.ArgumentParser(
         prog="mark-publish",
         description="Publish a markdown body to a Mark server. The token comes from $MARK_TOKEN.",
@@ -1139,11 +1139,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--insecure", action="store_true",
                         help="do not check the server's certificate (a development server's)")
     parser.add_argument("path", help="document path, e.g. /notes.md")
-    parser.add_argument("--expected-version", type=int, required=True, metavar="N")
-    parser.add_argument("--on-conflict", choices=("fail", "merge"), default="fail")
-    parser.add_argument("--max-retries", type=int, default=3)
+    parser.add_argument("--expected-version", type=int, required=True, metavar="N",
+                        help="the version the body was edited from; 0 creates the document")
+    parser.add_argument("--on-conflict", choices=("fail", "merge", "candidate"), default="fail",
+                        help="if someone published since N: fail (answer the conflict), merge (publish a "
+                             "clean merge), or candidate (print the merge, publish nothing)")
+    parser.add_argument("--max-retries", type=int, default=3, metavar="N",
+                        help="merge attempts while others keep publishing (default 3)")
     parser.add_argument("--file", help="read the body from FILE instead of stdin")
-    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT)
+    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
+                        help=f"deadline of each request (default {DEFAULT_TIMEOUT:g})")
     args = parser.parse_args(argv)
     try:
         if args.file:

@@ -1,6 +1,7 @@
 """Unit tests of mark_publish.py against `responses`: no real network."""
 
 import io
+import re
 import json
 
 import pytest
@@ -432,6 +433,27 @@ def test_cli_conflict_from_stdin(mock, monkeypatch, capsysbinary):
     add(mock, "FETCH", "/p/v6", mark("ok", THEIRS, version=6))
     assert mp.main(["--server", URL, "/p", "--expected-version", "5"]) == 1
     assert capsysbinary.readouterr().out == b"status: conflict\nyour-version: 5\ncurrent-version: 6\n"
+
+
+def test_cli_candidate_prints_the_merge_and_publishes_nothing(mock, monkeypatch, capsysbinary):
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(OURS.encode())))
+    add(mock, "PUBLISH", "/p", conflict(5, 6))
+    add(mock, "FETCH", "/p/v6", mark("ok", THEIRS, version=6))
+    add(mock, "FETCH", "/p/v5", mark("ok", BASE, version=5))
+    assert mp.main(["--server", URL, "/p", "--expected-version", "5", "--on-conflict", "candidate"]) == 1
+    assert capsysbinary.readouterr().out.decode() == (
+        "status: merge-candidate\nyour-version: 5\ncurrent-version: 6\npublish-at-version: 6\n"
+        "has-markers: false\n\n" + MERGED)
+    assert [verb for verb, *_ in sent(mock)].count("PUBLISH") == 1
+
+
+def test_cli_help_explains_every_option(capsys):
+    with pytest.raises(SystemExit):
+        mp.main(["--help"])
+    shown = capsys.readouterr().out
+    for option in ("--server", "--insecure", "--expected-version", "--on-conflict", "--max-retries", "--file",
+                   "--timeout"):  # each with words after it: on its line, or on the next
+        assert re.search(rf"^  {option}( \S+)?  +\w|^  {option}.*\n {{20,}}\w", shown, re.M), option
 
 
 @pytest.mark.parametrize("argv,word", [
