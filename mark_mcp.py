@@ -275,9 +275,9 @@ def _result(result: PublishResult) -> CallToolResult:
 
 
 def main(argv=None) -> int:
-    """`mark-mcp`: serve the tools over stdio until the client goes away."""
+    """`mark-mcp`: serve the tools over stdio until the client goes away, or over Streamable HTTP."""
     parser = argparse.ArgumentParser(
-        prog="mark-mcp", description="MCP server (stdio) for Mark documents: demarkus-mcp's tools, with "
+        prog="mark-mcp", description="MCP server for Mark documents: demarkus-mcp's tools, with "
                                      "on_conflict merging. The token comes from $MARK_TOKEN.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     parser.add_argument("--host", help="the server bare paths go to: mark://host[:port], http:// or https://")
@@ -286,14 +286,25 @@ def main(argv=None) -> int:
     parser.add_argument("--token", help="the write token; prefer $MARK_TOKEN: other users can read this "
                                         "flag in the process list")
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, help="seconds per request")
+    parser.add_argument("--transport", choices=("stdio", "streamable-http"), default="stdio",
+                        help="stdio (the default: the MCP client runs this command) or streamable-http "
+                             "(agents elsewhere connect to http://LISTEN/mcp)")
+    parser.add_argument("--listen", default="127.0.0.1:8808", metavar="HOST:PORT",
+                        help="where streamable-http listens (default 127.0.0.1:8808: this machine only)")
     args = parser.parse_args(argv)
+    listen_host, _, listen_port = args.listen.rpartition(":")
+    if not listen_host or not listen_port.isdigit() or not 0 < int(listen_port) < 65536:
+        parser.error(f"--listen must be HOST:PORT, not {args.listen!r}")
     try:
         server = create_server(args.host, args.token or os.environ.get("MARK_TOKEN") or None,
                                verify=not args.insecure, timeout=args.timeout)
     except (ValueError, TypeError, ImportError) as error:  # what MarkClient makes of --host
         print(f"mark-mcp: --host {args.host}: {error}", file=sys.stderr)
         return 2
-    server.run("stdio")
+    if args.transport == "stdio":
+        server.run("stdio")
+    else:
+        server.run("streamable-http", host=listen_host.strip("[]"), port=int(listen_port))
     return 0
 
 

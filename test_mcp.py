@@ -239,6 +239,50 @@ def test_mark_mcp_over_stdio(server):
     assert unstamped(text(published)) == "status: created\nversion: 1\nmodified: TIME\n"
 
 
+def test_mark_mcp_over_streamable_http(server):
+    import socket
+    import subprocess
+    import time
+
+    with socket.socket() as probe:  # a free port on loopback
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    command = Path(sys.executable).with_name("mark-mcp")
+    process = subprocess.Popen([str(command), "--host", server.url, "--transport", "streamable-http",
+                                "--listen", f"127.0.0.1:{port}"],
+                               env={"MARK_TOKEN": TOKEN, "PATH": str(command.parent)},
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        for _ in range(200):  # until it listens (bounded: 20 s)
+            with socket.socket() as probe:
+                if probe.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            assert process.poll() is None, process.stderr.read()
+            time.sleep(0.1)
+
+        async def run():
+            async with Client(f"http://127.0.0.1:{port}/mcp") as client:
+                names = [tool.name for tool in (await client.list_tools()).tools]
+                published = await client.call_tool("mark_publish", {"url": DOC, "body": "# Hi\n", "expected_version": 0})
+                return names, published
+
+        names, published = anyio.run(run)
+    finally:
+        process.terminate()
+        process.wait(10)
+    assert sorted(names) == sorted(RECORDED_SCHEMAS)
+    assert unstamped(text(published)) == "status: created\nversion: 1\nmodified: TIME\n"
+
+
+@pytest.mark.parametrize("listen", ["8808", "127.0.0.1:http", "127.0.0.1:70000"])
+def test_mark_mcp_refuses_a_bad_listen_address(listen, capsys):
+    from mark_mcp import main
+
+    with pytest.raises(SystemExit):
+        main(["--transport", "streamable-http", "--listen", listen])
+    assert "--listen must be HOST:PORT" in capsys.readouterr().err
+
+
 def test_three_agents_at_once_lose_nothing(server):
     writers = ["Alice", "Bob", "Carol"]
     base = sectioned_document(writers)
