@@ -729,14 +729,14 @@ def test_buffered_bodies_are_bounded(tmp_path, monkeypatch):
 
 def test_over_the_rate_limit_http_answers_429_unread(tmp_path):
     log = io.StringIO()
-    with serve(tmp_path / "store", token=TOKEN, log=log, rate_limit=0.5, rate_burst=2) as server:
+    with serve(tmp_path / "store", token=TOKEN, log=log, rate_limit=0.1, rate_burst=2) as server:
         assert alive(server) and alive(server)  # the burst
         parts = urlsplit(server.url)
         connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=10)
         connection.request("PUBLISH", "/doc.md", body=b"x" * 100, headers={"Content-Length": "100"})
         reply = connection.getresponse()
         assert (reply.status, reply.getheader("Connection")) == (429, "close")
-        assert reply.getheader("Retry-After") in ("1", "2")  # a token comes back every 2 s
+        assert 1 <= int(reply.getheader("Retry-After")) <= 10  # a token comes back every 10 s
         assert reply.read() == b""
         connection.close()
     assert "refused unread: over the rate limit" in log.getvalue()
@@ -748,7 +748,7 @@ def test_over_the_rate_limit_quic_ends_the_stream_unanswered(tmp_path, monkeypat
     from mark_publish import MarkClient, MarkError
 
     monkeypatch.setattr(mark_publish, "REFUSED_TRIES", 1)  # to see the refusal itself, not its retry
-    with serve(tmp_path / "store", token=TOKEN, log=None, quic=True, rate_limit=0.5, rate_burst=2) as server:
+    with serve(tmp_path / "store", token=TOKEN, log=None, quic=True, rate_limit=0.1, rate_burst=2) as server:
         with MarkClient(server.mark_url, verify=False) as client:
             assert [client.fetch("/health").status for _ in range(2)] == ["ok", "ok"]
             with pytest.raises(MarkError, match="refused the request 1 times") as refused:
