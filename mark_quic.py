@@ -104,6 +104,7 @@ class QuicLink:
                     raise _AnswerLost("transport", f"{doing}: the answer is larger than {limit} bytes")
                 chunks.append(chunk)
             stream = writer.get_extra_info("stream_id")
+            protocol._stream_readers.pop(stream, None)  # aioquic keeps every stream's reader otherwise
             if stream in protocol.ended:
                 protocol.ended.discard(stream)
                 if not chunks:
@@ -156,6 +157,13 @@ class QuicLink:
             self._drop()
             if self._closing:
                 await asyncio.wait(self._closing, timeout=1.0)
+            # An exchange given up at its deadline may still be winding down: end it here,
+            # not half-done once the loop is gone.
+            rest = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
+            for task in rest:
+                task.cancel()
+            if rest:
+                await asyncio.wait(rest, timeout=1.0)
 
         if self._stopped:
             return

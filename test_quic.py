@@ -340,7 +340,9 @@ def test_one_connection_carries_every_request(peer):
     with MarkClient(counted.url, verify=False) as c:
         for _ in range(3):
             c.fetch("/doc.md")
+        held = len(c._link._protocol._stream_readers)
     assert counted.streams == [0, 4, 8]  # a new connection would start again at stream 0
+    assert held == 0  # a long-lived client keeps nothing of the streams it is done with
 
 
 def test_bad_arguments_name_themselves():
