@@ -354,7 +354,7 @@ def publish_round(url: str, token: str, verify, writer: str, edits: int, mode: s
     return {"landed": [line for line, result, _ in outcomes if result.status == "ok"],
             "escalated": sum(result.status == "conflict" for _, result, _ in outcomes),
             "raised": sum(result.status == "raised" for _, result, _ in outcomes),
-            "repairs": sum(getattr(result, "repaired", None) is not None for _, result, _ in outcomes),
+            "repairs": sum(result.repaired is not None for _, result, _ in outcomes),
             "latencies": [seconds for _, _, seconds in outcomes], **counts}
 
 

@@ -472,6 +472,8 @@ class _Budget:
 
     def give(self, size: int, client: str, request: object) -> None:
         """Give back all that `request` of `client` took: `size` bytes."""
+        if not size:  # most requests took none: no one to wake (and none of them went past the limit)
+            return
         with self._room:
             self.used -= size
             self._by[client] -= size
@@ -535,7 +537,7 @@ class _QuicListener:
         from cryptography.hazmat.primitives.serialization import Encoding
 
         window = server.QUIC_WINDOW
-        max_streams = int(_setting("max_streams", None, "DEMARKUS_MAX_STREAMS", 10, int)) or 1
+        max_streams = _setting("max_streams", None, "DEMARKUS_MAX_STREAMS", 10, int) or 1
 
         class Protocol(QuicConnectionProtocol):
             """One client's connection: its address, which streams it ended, what each handler took in."""
