@@ -12,9 +12,11 @@ to it at known places, so the merge a person intends is known without
 asking any merge tool.  An edit script says, per side, what becomes of each
 base line (kept, replaced, deleted) and what is inserted before or after
 which line.  `compose` lays both scripts over the base; where they meet
-(both change one line differently, both insert different text at one
-point, one inserts next to a line the other deletes) no merge is right but
-a conflict, and `intended` is None.
+(both change one line differently, or both insert different text at one
+point, or one inserts next to one of several equal lines that the other
+deletes) no merge is right but a conflict, and `intended` is None.  Text
+inserted next to a unique line the other side deletes keeps its place
+between the two base lines.
 
 The shapes:
 
@@ -89,7 +91,7 @@ def compose(base: List[str], ours: Script, theirs: Script) -> Optional[List[str]
     """Both scripts applied to `base`, or None where they meet."""
     out: List[str] = []
     for i, line in enumerate(base):
-        point = _insertions(ours, theirs, i)
+        point = _insertions(base, ours, theirs, i)
         if point is None:
             return None
         out += point
@@ -97,20 +99,23 @@ def compose(base: List[str], ours: Script, theirs: Script) -> Optional[List[str]
         if mine is not None and yours is not None and mine != yours:
             return None  # changed by both, differently (or deleted by one)
         out += mine if mine is not None else yours if yours is not None else [line]
-    end = _insertions(ours, theirs, len(base))
+    end = _insertions(base, ours, theirs, len(base))
     return None if end is None else out + end
 
 
-def _insertions(ours: Script, theirs: Script, i: int) -> Optional[List[str]]:
-    """What both insert at the point before base line i, or None where that is unclear."""
+def _insertions(base: List[str], ours: Script, theirs: Script, i: int) -> Optional[List[str]]:
+    """What both insert at the point before base line i, or None where that is unclear.
+
+    Text inserted beside a line the other side deletes keeps its place (the
+    point between the two base lines) where that line is unique; beside one
+    of several equal lines, which of them was deleted is not known.
+    """
     lines = []
     for side, other in ((ours, theirs), (theirs, ours)):
-        inserted = side.after.get(i - 1, []) + side.before.get(i, [])
-        # Text anchored to a line the other side deletes has lost its place.
-        if (side.after.get(i - 1) and other.fate.get(i - 1) == []) or (
-                side.before.get(i) and other.fate.get(i) == []):
-            return None
-        lines.append(inserted)
+        for k, table in ((i - 1, side.after), (i, side.before)):
+            if table.get(k) and other.fate.get(k) == [] and base.count(base[k]) > 1:
+                return None
+        lines.append(side.after.get(i - 1, []) + side.before.get(i, []))
     if lines[0] and lines[1] and lines[0] != lines[1]:
         return None
     return lines[0] or lines[1]
@@ -300,7 +305,7 @@ def _adjacent_edit(rng: random.Random, base: List[str], ours: Script, theirs: Sc
     i = rng.randrange(len(base) - 1)
     first, second = (ours, theirs) if rng.random() < 0.5 else (theirs, ours)
     kinds = rng.choice([("replace", "replace"), ("replace", "insert"), ("insert", "replace"),
-                        ("replace", "delete"), ("delete", "replace")])
+                        ("replace", "delete"), ("delete", "replace"), ("delete", "insert"), ("insert", "delete")])
     for side, line, kind in ((first, i, kinds[0]), (second, i + 1, kinds[1])):
         if kind == "replace":
             side.replace(line, line + 1, [_new(rng, "changed") for _ in range(rng.randint(1, 2))])
