@@ -26,29 +26,37 @@ and `had_conflict` is True.  A clean merge is published with no one looking,
 so where the place of an edit beside the other side's is in doubt, the two
 conflict.  The rule, step by step:
 
-1. `get_hunks` diffs base against each side: it anchors on lines found once
-   in both, in their longest common order (patience diff), and between
-   anchors `difflib.SequenceMatcher` pairs the lines both hold, a few lines
-   at a time where the gap is huge; the changed regions are *hunks*.
+1. `get_hunks` diffs base against each side: a line replaced, added or
+   removed alone between equal lines is taken as such; elsewhere it anchors
+   on lines found once in both, in their longest common order (patience
+   diff), and `difflib.SequenceMatcher` pairs the lines both hold between
+   anchors, a few at a time where no anchor is near.
 2. Each pure insertion or deletion slides to one canonical place: up onto
    the hunk above if it can reach it, else as far down as it goes, so the
-   same change made by both sides sits at one place and is taken once.
-3. A hunk's *zone* is its base lines grown over the unchanged lines next to
-   it that equal a line it removed or added: everywhere another diff of the
-   same texts could put it.
-4. Hunks of the two sides conflict when one changes a line inside the
+   same change made by both sides sits at one place.
+3. A hunk's *zone* is everywhere another diff of the same texts could put
+   it: its base lines, grown over the lines beside them equal to one it
+   removed or added, past the side's insertions, up to its next hunk that
+   changes lines (`_changes`).
+4. Unless the hunk edits its lines in place (a ticked box stays that box),
+   the zone also grows over blank lines to the lines of the side's hunks
+   with only blank lines between, and over each copy of a line it removed
+   up to the unique lines around it that the side keeps: which of two equal
+   sections went is not known.
+5. Hunks of the two sides conflict when one changes a line inside the
    other's zone or inserts strictly inside it, when both insert at one
-   point, or when their zones share a line (`_meet`).
-5. Hunks whose zones only touch merge cleanly where both base lines at the
-   boundary are *firm*: non-blank, once in base and at most once in each
-   side, or the file's edge; an insertion beside the other side's removal
-   also needs a line beyond it.
-6. Conflicting hunks, and whatever lies between them, make one conflict
-   block; in style "merge" the lines both sides of a block share are taken
-   out of it, splitting it, as git's "zealous" merge does.
-7. A safety net checks what merged cleanly: a non-blank line held more
-   often than by ours and by theirs, or a line a side added and the merge
-   lacks, makes the hunks holding it one conflict block that shows it whole.
+   point, or when their zones share a line; identical hunks merge once.
+6. Hunks whose zones only touch merge cleanly where both base lines at the
+   boundary are *firm* (non-blank, once in base and at most once in each
+   side, or the file's edge); an insertion beside the other side's removal
+   also needs a line beyond it (`_meet`).
+7. Conflicting hunks make one block over their zones, which takes in any
+   hunk inside it and any insertion or grown zone that meets it (`_groups`);
+   in style "merge" the lines both sides of a block share are taken out of
+   it, splitting it, as git's "zealous" merge does.
+8. A safety net checks what merged cleanly: where hunks of both sides, with
+   touching zones, add a non-blank line that the merge then holds more often
+   than ours and theirs each, they become one block that shows them whole.
 
 Lines are split on "\\n" only (never on the other separators that
 `str.splitlines` honours) and keep their endings, so CRLF documents come
@@ -147,7 +155,7 @@ def join_lines(lines: Sequence[str], eol: str) -> str:
     return head + lines[-1]
 
 
-# ------------------------------------------------------- the merge (steps 3-7)
+# ------------------------------------------------------- the merge (steps 3-8)
 
 OURS, THEIRS = 0, 1  # the two sides, as a change's `side`
 
@@ -189,14 +197,8 @@ def _merge(base: List[str], ours: List[str], theirs: List[str], markers: _Marker
 
 
 def _changes(base: List[str], side: List[str], name: int, count: Counter) -> List[_Change]:
-    """A side's hunks against base, each with its zone (step 3).
-
-    A zone grows over unchanged lines, past the side's insertions, up to its next
-    hunk that changes lines.  Where a line beyond blank lines repeats in base, it
-    grows over those blank lines too, to the lines of any hunk with only blank
-    lines between (a section removed beside its copy may be either one), unless
-    the hunk edits its lines in place: a ticked box stays that box.
-    """
+    """A side's hunks against base, each with its zone (steps 3 and 4).  The wider
+    growth is looked for only where a line past the blank lines repeats in base."""
     hunks = get_hunks(base, side)
     floors, floor = [], 0  # the end of the hunk above that changes lines
     for lo, hi, _, _ in hunks:
@@ -213,7 +215,8 @@ def _changes(base: List[str], side: List[str], name: int, count: Counter) -> Lis
             own = set(lines).union(removed)
             zone = [_reach(base, i, step, stop, own, False) for i, step, stop in ends]
             zone[1] += 1
-        if any(count[base[i]] > 1 for i in (_past_blanks(base, *end) for end in ends) if i is not None):
+        beyond = [_reach(base, i, step, stop, set(), True) + step for i, step, stop in ends]  # past blank lines
+        if any(i != stop and count[base[i]] > 1 for i, (_, _, stop) in zip(beyond, ends)):
             near = _near_lines(base, side, hunks, k)
             wide = [_reach(base, i, step, stop, near, True) for i, step, stop in ends]
             wide[1] += 1
@@ -223,13 +226,6 @@ def _changes(base: List[str], side: List[str], name: int, count: Counter) -> Lis
         ceiling = lo if lo < hi else ceiling
     changes.reverse()
     return _copies(base, changes, count)
-
-
-def _past_blanks(base: List[str], i: int, step: int, stop: int) -> Optional[int]:
-    """The first non-blank base line from i on, stepping by `step` short of `stop`."""
-    while i != stop and base[i].isspace():
-        i += step
-    return None if i == stop else i
 
 
 def _near_lines(base: List[str], side: List[str], hunks: List[Hunk], k: int) -> set:
@@ -290,7 +286,7 @@ def _in_place(old: List[str], new: List[str]) -> bool:
 
 
 def _firmness(base: List[str], ours: List[str], theirs: List[str], count: Counter) -> Callable[[int], bool]:
-    """firm(i): whether base line i is firm (step 5); the sides' counts are made on first use."""
+    """firm(i): whether base line i is firm (step 6); the sides' counts are made on first use."""
     counts: List[Counter] = []
 
     def firm(i: int) -> bool:
@@ -305,7 +301,7 @@ def _firmness(base: List[str], ours: List[str], theirs: List[str], count: Counte
 
 def _meet(h: _Change, g: _Change, firm: Callable[[int], bool], n: int) -> bool:
     """Whether changes of different sides whose zones touch go together: they conflict
-    (steps 4-5), or are the same change (then their group merges cleanly)."""
+    (steps 5-6), or are the same change (then their group merges cleanly)."""
     for x, y in ((h, g), (g, h)):
         if x.lo < y.zone_hi and y.zone_lo < x.hi:  # changes a line in y's zone, or inserts strictly inside it
             return True
@@ -335,10 +331,8 @@ def _links(changes: List[_Change], firm: Callable[[int], bool], n: int) -> List[
 
 
 def _groups(changes: List[_Change], links: List[Tuple[int, int]], tied: set) -> List[list]:
-    """[lo, hi, members]: the changes that go together, in base order (step 6).
-
-    Linked changes join, and so does any change inside another group's span.
-    """
+    """[lo, hi, members, zone_lo, zone_hi]: the changes that go together, in base order
+    (step 7); a group of several spans its zones, everywhere its changes may sit."""
     parent = list(range(len(changes)))
 
     def root(k: int) -> int:
@@ -349,28 +343,25 @@ def _groups(changes: List[_Change], links: List[Tuple[int, int]], tied: set) -> 
     ends = sorted(tied)
     for x, y in chain(links, zip(ends, ends[1:])):
         parent[root(x)] = root(y)
-    groups: List[list] = []
-    of_root: dict = {}
-    for k, c in enumerate(changes):  # changes ascend in base, and so do the groups' starts
-        group = of_root.get(root(k))
-        if group:
-            group[1] = max(group[1], c.hi)
-            group[2].append(k)
-        else:
-            groups.append(of_root.setdefault(root(k), [c.lo, c.hi, [k]]))
-    for group in groups:  # a group of several spans its zones: everywhere its changes may sit
-        members = [changes[k] for k in group[2]]
-        group += [min(c.zone_lo for c in members), max(c.zone_hi for c in members)]
-        if len(members) > 1:
-            group[:2] = group[3:]
+    members: dict = {}
+    for k in range(len(changes)):
+        members.setdefault(root(k), []).append(k)
+    groups = []
+    for group in members.values():
+        zone = [min(changes[k].zone_lo for k in group), max(changes[k].zone_hi for k in group)]
+        span = zone if len(group) > 1 else [changes[group[0]].lo, changes[group[0]].hi]
+        groups.append([*span, group, *zone])
     groups.sort(key=lambda group: group[:2])
     merged: List[list] = []
-    # A change inside another group's span joins it; so does an insertion, or a change
-    # whose zone outgrew it, that meets a group of several.
+    # A change inside another group's span joins it, and so does one that meets a
+    # group of several where its own place is open: an insertion, or a grown zone.
     for group in groups:
         last = merged[-1] if merged else None
-        if last and (group[0] < last[1] or len(last[2]) > 1 and group[3] <= last[1] and group[3] < group[0] + (
-                group[0] == group[1]) or len(group[2]) > 1 and group[0] <= last[4] and last[4] > last[1] - (last[0] == last[1])):
+        single_after = last and len(last[2]) > 1 and len(group[2]) == 1
+        single_before = last and len(group[2]) > 1 and len(last[2]) == 1
+        if last and (group[0] < last[1]
+                     or single_after and group[3] <= last[1] and (group[3] < group[0] or group[0] == group[1])
+                     or single_before and last[4] >= group[0] and (last[4] > last[1] or last[0] == last[1])):
             last[1], last[4] = max(last[1], group[1]), max(last[4], group[4])
             last[2] = sorted(last[2] + group[2])
         else:
@@ -425,7 +416,7 @@ def _apply(base: List[str], lo: int, hi: int, changes: List[_Change]) -> List[st
 
 
 def _doubts(base: List[str], changes: List[_Change], clean: List[_Change]) -> set:
-    """The safety net (step 7): changes of both sides, with touching zones, that add a
+    """The safety net (step 8): changes of both sides, with touching zones, that add a
     non-blank line the clean part of the merge holds more often than ours and theirs each
     (then one edit was read at two places)."""
     def gained(some: List[_Change]) -> Counter:

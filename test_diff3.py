@@ -259,7 +259,7 @@ def test_bad_options_name_argument(kwargs, error, word):
 
 
 def test_gap_of_few_distinct_lines_merges_finely():
-    # No line is unique, so the Myers search must place every tick.  (Theirs ticks
+    # No line is unique, so SequenceMatcher windows must place every tick.  (Theirs ticks
     # with words of its own: three equal new lines where ours holds two and theirs
     # one could as well be a change merged twice, and the safety net says conflict.)
     base = ["- [ ] todo", "- [ ] todo", ""] * 400
@@ -430,7 +430,7 @@ def test_properties_on_random_triples():
 
 
 def test_properties_on_large_random_triples():
-    # Big enough that anchors on unique lines and Myers' search do the work.
+    # Big enough that anchors on unique lines and SequenceMatcher do the work.
     rng = random.Random(7)
     words = [f"w{k}" for k in range(150)]
     for _ in range(150):
