@@ -137,8 +137,7 @@ def get_hunks(a: Sequence, b: Sequence) -> List[Hunk]:
 
 def split_lines(text: str) -> List[str]:
     """Split `text` after each "\\n", keeping the endings; "" has no lines."""
-    lone_cr = "\r" in text and text.count("\r") != text.count("\r\n")
-    if not lone_cr and not any(c in text for c in _OTHER_BREAKS):
+    if not any(c in text for c in _OTHER_BREAKS):
         return text.splitlines(keepends=True)  # the same lines here, at C speed
     lines = [line + "\n" for line in text.split("\n")]
     last = lines.pop()[:-1]
@@ -209,14 +208,15 @@ def _changes(base: List[str], side: List[str], name: int, count: Counter) -> Lis
     for k in range(len(hunks) - 1, -1, -1):
         lo, hi, side_lo, side_hi = hunks[k]
         lines, removed = side[side_lo:side_hi], base[lo:hi]
-        ends = ((lo - 1, -1, floors[k] - 1), (hi, 1, ceiling))
+        floor = floors[k]
+        ends = ((lo - 1, -1, floor - 1), (hi, 1, ceiling))
         zone = [lo, hi]
-        if any(i != stop and (base[i] in lines or base[i] in removed) for i, _, stop in ends):
+        if lo > floor and (base[lo - 1] in lines or base[lo - 1] in removed) or \
+                hi < ceiling and (base[hi] in lines or base[hi] in removed):
             own = set(lines).union(removed)
             zone = [_reach(base, i, step, stop, own, False) for i, step, stop in ends]
             zone[1] += 1
-        beyond = [_reach(base, i, step, stop, set(), True) + step for i, step, stop in ends]  # past blank lines
-        if any(i != stop and count[base[i]] > 1 for i, (_, _, stop) in zip(beyond, ends)):
+        if _repeats_past_blanks(base, lo - 1, -1, floor - 1, count) or _repeats_past_blanks(base, hi, 1, ceiling, count):
             near = _near_lines(base, side, hunks, k)
             wide = [_reach(base, i, step, stop, near, True) for i, step, stop in ends]
             wide[1] += 1
@@ -226,6 +226,13 @@ def _changes(base: List[str], side: List[str], name: int, count: Counter) -> Lis
         ceiling = lo if lo < hi else ceiling
     changes.reverse()
     return _copies(base, changes, count)
+
+
+def _repeats_past_blanks(base: List[str], i: int, step: int, stop: int, count: Counter) -> bool:
+    """Whether the first non-blank base line from i on (stepping short of `stop`) repeats in base."""
+    while i != stop and base[i].isspace():
+        i += step
+    return i != stop and count[base[i]] > 1
 
 
 def _near_lines(base: List[str], side: List[str], hunks: List[Hunk], k: int) -> set:
@@ -627,7 +634,7 @@ def _slide(a: Sequence, b: Sequence, hunks: List[Hunk]) -> List[Hunk]:
 
 # ------------------------------------------------------------------ helpers
 
-_OTHER_BREAKS = "\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"  # str.splitlines splits on these, and on a lone \r
+_OTHER_BREAKS = "\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"  # str.splitlines splits on these too
 
 
 def _check_labels(labels: Sequence[str]) -> None:
