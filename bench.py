@@ -8,8 +8,9 @@
     python bench.py limits    # what one client can take of the reference server from the others
 
 Every scenario is built from a fixed seed, so two runs measure the same work.
-Times are medians of several runs; the machine is shared and noisy, so
-compare ratios measured in one run rather than absolute figures across runs.
+Times are medians of several runs (minimums for diff3 and git); the machine
+is shared and noisy, so compare ratios measured in one run rather than
+absolute figures across runs.
 """
 
 import argparse
@@ -134,8 +135,8 @@ def random_ticks(size: int):
     """About `size` bytes of a checklist ticked at random, and ours ticked at random anew.
 
     Beyond the classes above: no line is unique and nearly every line may
-    pair with any other, so the diff goes past its edit budget and
-    restarts from the furthest point it reached: coarser, but local.
+    pair with any other, so no pairing is certain and the change theirs
+    makes meets ours as one conflict.
     """
     rng = random.Random(5)
     boxes = ["- [ ] todo", "- [x] todo"]

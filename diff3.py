@@ -62,8 +62,8 @@ Lines are split on "\\n" only (never on the other separators that
 `str.splitlines` honours) and keep their endings, so CRLF documents come
 back byte-identical where nothing changed.  A line without a newline (the
 last of a document) gets one when anything follows it, and marker lines use
-the document's line ending.  `had_conflict` comes from the rule above, never
-from looking for markers, so a document may contain "=======".
+the document's line ending.  `had_conflict` comes from the rule above, and
+never from a search for markers, so a document may contain "=======".
 """
 
 import argparse
@@ -439,9 +439,10 @@ def _doubts(base: List[str], changes: List[_Change], clean: List[_Change]) -> se
         return set()
     ours, theirs, merged = map(gained, (*sides, clean))
     twice = {line for line, n in merged.items() if n > max(ours[line], theirs[line]) and line.strip()}
-    adding = [[c for c in side if not twice.isdisjoint(map(_key, c.lines))] for side in sides]
-    return {changes.index(c) for h, g in product(*adding) if h.zone_lo <= g.zone_hi and g.zone_lo <= h.zone_hi
-            for c in (h, g)}
+    adding = [[k for k, c in enumerate(changes) if c.side == side and not twice.isdisjoint(map(_key, c.lines))]
+              for side in (OURS, THEIRS)]
+    return {k for pair in product(*adding) for k in pair
+            if changes[pair[0]].zone_lo <= changes[pair[1]].zone_hi and changes[pair[1]].zone_lo <= changes[pair[0]].zone_hi}
 
 
 def _key(line: str) -> str:
