@@ -73,6 +73,7 @@ import heapq
 import sys
 from collections import Counter
 from itertools import chain, compress, product
+from operator import add, sub
 from typing import Callable, List, NamedTuple, Optional, Sequence, Tuple
 
 __version__ = "0.2.0"  # the release this file is from; vendored copies keep saying it
@@ -504,6 +505,13 @@ def _anchored(a: Sequence, b: Sequence, i: int, i_end: int, j: int, j_end: int, 
             i, j = i + lone[0], j + lone[1]
             continue
         if count_a is None:
+            # Where the rest of the lines both hold come in the same order (each
+            # edit a replacement by new lines), that is the one longest common
+            # subsequence: a rewrite needs no anchors.
+            found = _paired(a, b, i, i_end, j, j_end, 0)
+            if found is not None:
+                blocks += found
+                return
             count_a, count_b = Counter(a[i:i_end]), Counter(b[j:j_end])
         if chain_left is None:
             next_a, next_b = max(next_a, i), max(next_b, j)
@@ -587,25 +595,28 @@ def _gap(a: Sequence, b: Sequence, i: int, i_end: int, j: int, j_end: int, block
 
 def _paired(a: Sequence, b: Sequence, i: int, i_end: int, j: int, j_end: int,
             most: Optional[int]) -> Optional[List[Tuple[int, int, int]]]:
-    """SequenceMatcher's blocks of a[i:i_end] and b[j:j_end] with the lines found on
-    one side only set aside (they never pair; a rewritten paragraph leaves its blank
-    lines); None if more than `most` pairs of lines remain to compare."""
+    """The blocks of a[i:i_end] and b[j:j_end] with the lines found on one side only
+    set aside (they never pair; a rewritten paragraph leaves its blank lines): the
+    lines left if they are equal, else SequenceMatcher's; None if they differ and more
+    than `most` pairs of lines remain to compare."""
     kept_a = list(compress(range(i, i_end), map(set(b[j:j_end]).__contains__, a[i:i_end])))
     kept_b = list(compress(range(j, j_end), map(set(a[i:i_end]).__contains__, b[j:j_end])))
-    if most is not None and len(kept_a) * len(kept_b) > most:
-        return None
     lines_a, lines_b = list(map(a.__getitem__, kept_a)), list(map(b.__getitem__, kept_b))
-    if lines_a == lines_b:
-        pairs = zip(kept_a, kept_b)
-    else:
+    if lines_a != lines_b:
+        if most is not None and len(kept_a) * len(kept_b) > most:
+            return None
         matcher = difflib.SequenceMatcher(None, lines_a, lines_b, autojunk=False)
-        pairs = ((kept_a[x + k], kept_b[y + k]) for x, y, size in matcher.get_matching_blocks() for k in range(size))
-    found: List[Tuple[int, int, int]] = []
-    for x, y in pairs:
-        if found and found[-1][0] + found[-1][2] == x and found[-1][1] + found[-1][2] == y:
-            found[-1] = (found[-1][0], found[-1][1], found[-1][2] + 1)
-        else:
-            found.append((x, y, 1))
+        blocks = matcher.get_matching_blocks()
+        kept_a = list(chain.from_iterable(kept_a[x:x + size] for x, _, size in blocks))
+        kept_b = list(chain.from_iterable(kept_b[y:y + size] for _, y, size in blocks))
+    # kept_a[k] - k and kept_b[k] - k never fall, so their sum stays level exactly
+    # along a run of pairs that is a block.
+    level = list(map(add, map(sub, kept_a, range(len(kept_a))), map(sub, kept_b, range(len(kept_b)))))
+    found, k = [], 0
+    while k < len(level):
+        end = bisect.bisect_right(level, level[k], k)
+        found.append((kept_a[k], kept_b[k], end - k))
+        k = end
     return found
 
 
