@@ -73,8 +73,8 @@ import heapq
 import sys
 from collections import Counter
 from itertools import chain, compress, product
-from operator import add, sub
-from typing import Callable, List, NamedTuple, Optional, Sequence, Tuple
+from operator import add, eq, sub
+from typing import Callable, Container, List, NamedTuple, Optional, Sequence, Tuple
 
 __version__ = "0.2.0"  # the release this file is from; vendored copies keep saying it
 __all__ = ["diff3", "Merge", "get_hunks", "split_lines", "join_lines", "main"]
@@ -217,12 +217,11 @@ def _changes(base: List[str], side: List[str], name: int, count: Counter) -> Lis
             own = set(lines).union(removed)
             zone = [_reach(base, i, step, stop, own, False) for i, step, stop in ends]
             zone[1] += 1
-        if _repeats_past_blanks(base, lo - 1, -1, floor - 1, count) or _repeats_past_blanks(base, hi, 1, ceiling, count):
+        if (_repeats_past_blanks(base, lo - 1, -1, floor - 1, count)
+                or _repeats_past_blanks(base, hi, 1, ceiling, count)) and not _in_place(removed, lines):
             near = _near_lines(base, side, hunks, k)
-            wide = [_reach(base, i, step, stop, near, True) for i, step, stop in ends]
-            wide[1] += 1
-            if wide != zone and not _in_place(removed, lines):
-                zone = wide
+            zone = [_reach(base, i, step, stop, near, True) for i, step, stop in ends]
+            zone[1] += 1
         changes.append(_Change(lo, hi, name, lines, *zone))
         ceiling = lo if lo < hi else ceiling
     changes.reverse()
@@ -491,7 +490,7 @@ def _anchored(a: Sequence, b: Sequence, i: int, i_end: int, j: int, j_end: int, 
     nothing moved.  Otherwise the rest is anchored on the longest chain of
     anchors in the same order on both sides (patience diff).
     """
-    count_a: Optional[Counter] = None  # made on first need
+    anchors: Optional[set] = None  # made on first need
     next_a, next_b = i, j  # no anchor still ahead lies before these
     chain_left: Optional[List[Tuple[int, int]]] = None  # the patience chain, last anchor first
     while i < i_end and j < j_end:
@@ -504,23 +503,26 @@ def _anchored(a: Sequence, b: Sequence, i: int, i_end: int, j: int, j_end: int, 
         if lone:
             i, j = i + lone[0], j + lone[1]
             continue
-        if count_a is None:
+        if anchors is None:
+            count_a, count_b = Counter(a[i:i_end]), Counter(b[j:j_end])
             # Where the rest of the lines both hold come in the same order (each
             # edit a replacement by new lines), that is the one longest common
             # subsequence: a rewrite needs no anchors.
-            found = _paired(a, b, i, i_end, j, j_end, 0)
+            found = _paired(a, b, i, i_end, j, j_end, 0, count_a, count_b)
             if found is not None:
                 blocks += found
                 return
-            count_a, count_b = Counter(a[i:i_end]), Counter(b[j:j_end])
+            anchors = {line for line, n in count_a.items() if n == 1 and count_b.get(line) == 1}
+            if not anchors:
+                next_a, next_b = i_end, j_end
         if chain_left is None:
             next_a, next_b = max(next_a, i), max(next_b, j)
-            while next_a < i_end and not (count_a[a[next_a]] == 1 and count_b.get(a[next_a]) == 1):
+            while next_a < i_end and a[next_a] not in anchors:
                 next_a += 1
-            while next_b < j_end and not (count_b[b[next_b]] == 1 and count_a.get(b[next_b]) == 1):
+            while next_b < j_end and b[next_b] not in anchors:
                 next_b += 1
             if next_a < i_end and a[next_a] != b[next_b]:
-                chain_left = _patience(a, b, i, i_end, j, j_end, count_a, count_b)
+                chain_left = _patience(a, b, i, i_end, j, j_end, anchors)
                 continue
             anchor = (next_a, next_b)
         else:
@@ -546,9 +548,9 @@ def _lone(a: Sequence, b: Sequence, i: int, i_end: int, j: int, j_end: int) -> O
 
 
 def _patience(a: Sequence, b: Sequence, i: int, i_end: int, j: int, j_end: int,
-              count_a: Counter, count_b: Counter) -> List[Tuple[int, int]]:
-    """The longest chain of anchors in a[i:i_end] that ascends in b[j:j_end] too, last first."""
-    at_b = {line: k for k, line in enumerate(b[j:j_end], j) if count_b[line] == 1 and count_a.get(line) == 1}
+              anchors: set) -> List[Tuple[int, int]]:
+    """The longest chain of `anchors` in a[i:i_end] that ascends in b[j:j_end] too, last first."""
+    at_b = {line: k for k, line in enumerate(b[j:j_end], j) if line in anchors}
     pairs = [(k, at_b[line]) for k, line in enumerate(a[i:i_end], i) if line in at_b]
     tops: List[int] = []  # tops[t]: the least b position ending a chain of t+1 anchors
     ends: List[int] = []  # ends[t]: the pair that ends it
@@ -593,18 +595,20 @@ def _gap(a: Sequence, b: Sequence, i: int, i_end: int, j: int, j_end: int, block
         i, j = i + size, j + size
 
 
-def _paired(a: Sequence, b: Sequence, i: int, i_end: int, j: int, j_end: int,
-            most: Optional[int]) -> Optional[List[Tuple[int, int, int]]]:
+def _paired(a: Sequence, b: Sequence, i: int, i_end: int, j: int, j_end: int, most: Optional[int],
+            in_a: Optional[Container] = None, in_b: Optional[Container] = None) -> Optional[List[Tuple[int, int, int]]]:
     """The blocks of a[i:i_end] and b[j:j_end] with the lines found on one side only
     set aside (they never pair; a rewritten paragraph leaves its blank lines): the
     lines left if they are equal, else SequenceMatcher's; None if they differ and more
-    than `most` pairs of lines remain to compare."""
-    kept_a = list(compress(range(i, i_end), map(set(b[j:j_end]).__contains__, a[i:i_end])))
-    kept_b = list(compress(range(j, j_end), map(set(a[i:i_end]).__contains__, b[j:j_end])))
-    lines_a, lines_b = list(map(a.__getitem__, kept_a)), list(map(b.__getitem__, kept_b))
-    if lines_a != lines_b:
+    than `most` pairs of lines remain to compare.  `in_a` and `in_b` hold the lines
+    of each, where they are known already."""
+    in_a, in_b = set(a[i:i_end]) if in_a is None else in_a, set(b[j:j_end]) if in_b is None else in_b
+    kept_a = list(compress(range(i, i_end), map(in_b.__contains__, a[i:i_end])))
+    kept_b = list(compress(range(j, j_end), map(in_a.__contains__, b[j:j_end])))
+    if len(kept_a) != len(kept_b) or not all(map(eq, map(a.__getitem__, kept_a), map(b.__getitem__, kept_b))):
         if most is not None and len(kept_a) * len(kept_b) > most:
             return None
+        lines_a, lines_b = list(map(a.__getitem__, kept_a)), list(map(b.__getitem__, kept_b))
         matcher = difflib.SequenceMatcher(None, lines_a, lines_b, autojunk=False)
         blocks = matcher.get_matching_blocks()
         kept_a = list(chain.from_iterable(kept_a[x:x + size] for x, _, size in blocks))
