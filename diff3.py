@@ -138,8 +138,9 @@ def get_hunks(a: Sequence, b: Sequence) -> List[Hunk]:
 
 def split_lines(text: str) -> List[str]:
     """Split `text` after each "\\n", keeping the endings; "" has no lines."""
-    if not any(c in text for c in _OTHER_BREAKS):
-        return text.splitlines(keepends=True)  # the same lines here, at C speed
+    lines = text.splitlines(keepends=True)  # at C speed, but it splits at "\r" and more
+    if len(lines) == text.count("\n") + (not text.endswith("\n") and bool(text)):
+        return lines  # every break was a "\n"
     lines = [line + "\n" for line in text.split("\n")]
     last = lines.pop()[:-1]
     if last:
@@ -185,7 +186,16 @@ def _merge(base: List[str], ours: List[str], theirs: List[str], markers: _Marker
     """Merge three line lists; returns the merged lines and whether any conflicted."""
     count = Counter(base)
     changes = sorted(_changes(base, ours, OURS, count) + _changes(base, theirs, THEIRS, count))
-    links = _links(changes, _firmness(base, ours, theirs, count), len(base))
+    gain: Tuple[Counter, Counter] = (Counter(), Counter())  # how many more times each side holds a line
+    for c in changes:
+        gain[c.side].update(c.lines)
+        gain[c.side].subtract(base[c.lo:c.hi])
+
+    def firm(i: int) -> bool:  # step 6
+        line = base[i] if 0 <= i < len(base) else None
+        return line is None or not line.isspace() and count[line] == 1 and gain[0][line] <= 0 >= gain[1][line]
+
+    links = _links(changes, firm, len(base))
     tied: set = set()  # changes the safety net put in one block
     while True:
         groups = _groups(changes, links, tied)
@@ -290,20 +300,6 @@ def _in_place(old: List[str], new: List[str]) -> bool:
     return len(old) == len(new) and all(
         sum(size for *_, size in difflib.SequenceMatcher(None, x, y).get_matching_blocks()) >= 0.6 * min(len(x), len(y))
         for x, y in zip(old, new))
-
-
-def _firmness(base: List[str], ours: List[str], theirs: List[str], count: Counter) -> Callable[[int], bool]:
-    """firm(i): whether base line i is firm (step 6); the sides' counts are made on first use."""
-    counts: List[Counter] = []
-
-    def firm(i: int) -> bool:
-        if i < 0 or i >= len(base):
-            return True
-        if not counts:
-            counts.extend(map(Counter, (ours, theirs)))
-        line = base[i]
-        return not line.isspace() and count[line] == 1 and counts[0][line] <= 1 and counts[1][line] <= 1
-    return firm
 
 
 def _meet(h: _Change, g: _Change, firm: Callable[[int], bool], n: int) -> bool:
@@ -649,9 +645,6 @@ def _slide(a: Sequence, b: Sequence, hunks: List[Hunk]) -> List[Hunk]:
 
 
 # ------------------------------------------------------------------ helpers
-
-_OTHER_BREAKS = "\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"  # str.splitlines splits on these too
-
 
 def _check_labels(labels: Sequence[str]) -> None:
     if (
