@@ -73,7 +73,7 @@ import heapq
 import sys
 from collections import Counter
 from itertools import chain, compress, product
-from operator import add, eq, sub
+from operator import add, eq, itemgetter, sub
 from typing import Callable, Container, List, NamedTuple, Optional, Sequence, Tuple
 
 __version__ = "0.2.0"  # the release this file is from; vendored copies keep saying it
@@ -139,7 +139,8 @@ def get_hunks(a: Sequence, b: Sequence) -> List[Hunk]:
 def split_lines(text: str) -> List[str]:
     """Split `text` after each "\\n", keeping the endings; "" has no lines."""
     lines = text.splitlines(keepends=True)  # at C speed, but it splits at "\r" and more
-    if len(lines) == text.count("\n") + (not text.endswith("\n") and bool(text)):
+    if not any(c in text for c in "\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029") or \
+            len(lines) == text.count("\n") + (not text.endswith("\n") and bool(text)):
         return lines  # every break was a "\n"
     lines = [line + "\n" for line in text.split("\n")]
     last = lines.pop()[:-1]
@@ -186,10 +187,10 @@ def _merge(base: List[str], ours: List[str], theirs: List[str], markers: _Marker
     """Merge three line lists; returns the merged lines and whether any conflicted."""
     count = Counter(base)
     changes = sorted(_changes(base, ours, OURS, count) + _changes(base, theirs, THEIRS, count))
-    gain: Tuple[Counter, Counter] = (Counter(), Counter())  # how many more times each side holds a line
-    for c in changes:
-        gain[c.side].update(c.lines)
-        gain[c.side].subtract(base[c.lo:c.hi])
+    gain = []  # how many more times than base each side holds a line
+    for side in (OURS, THEIRS):
+        gain.append(Counter(chain.from_iterable(c.lines for c in changes if c.side == side)))
+        gain[side].subtract(chain.from_iterable(base[c.lo:c.hi] for c in changes if c.side == side))
 
     def firm(i: int) -> bool:  # step 6
         line = base[i] if 0 <= i < len(base) else None
@@ -347,14 +348,14 @@ def _groups(changes: List[_Change], links: List[Tuple[int, int]], tied: set) -> 
     for x, y in chain(links, zip(ends, ends[1:])):
         parent[root(x)] = root(y)
     members: dict = {}
-    for k in range(len(changes)):
+    joined = tied.union(chain.from_iterable(links))
+    for k in sorted(joined):
         members.setdefault(root(k), []).append(k)
-    groups = []
+    groups = [[c.lo, c.hi, [k], c.zone_lo, c.zone_hi] for k, c in enumerate(changes) if k not in joined]
     for group in members.values():
         zone = [min(changes[k].zone_lo for k in group), max(changes[k].zone_hi for k in group)]
-        span = zone if len(group) > 1 else [changes[group[0]].lo, changes[group[0]].hi]
-        groups.append([*span, group, *zone])
-    groups.sort(key=lambda group: group[:2])
+        groups.append([*zone, group, *zone])
+    groups.sort(key=itemgetter(0, 1))
     merged: List[list] = []
     # A change inside another group's span joins it, and so does one that meets a
     # group of several where its own place is open: an insertion, or a grown zone.
