@@ -32,7 +32,7 @@ from diff3 import diff3
 from mark_publish import MarkClient, MarkError, PublishResult, _Refused, mark_publish
 from mark_server import serve
 from testkit import (ELSEWHERE, REAL_DEMARKUS, SHAPES, Attacker, generate, http_from, inside_loopback, real_demarkus,
-                     sectioned_document, together, write_rounds)
+                     section_publish, sectioned_document, together, write_rounds)
 
 WORDS = (
     "agent document merge version paragraph server client publish conflict "
@@ -343,7 +343,7 @@ def crash_writer(url: str, token: str, path: str, size: int, acknowledged: dict,
 
 # --------------------------------------------------------------- publish
 
-PUBLISH_HEADER = (f"{'server':>14} {'writers':>7} {'mode':>6} {'edits':>5} {'landed':>6} {'escalated':>9} "
+PUBLISH_HEADER = (f"{'server':>14} {'writers':>7} {'mode':>7} {'edits':>5} {'landed':>6} {'escalated':>9} "
                   f"{'raised':>6} "
                   f"{'lost':>4} {'repairs':>7} {'refused':>7} {'req/edit':>8} {'median ms':>9} {'p95 ms':>7}")
 
@@ -365,7 +365,8 @@ def publish_round(url: str, token: str, verify, writer: str, edits: int, mode: s
 
     setattr(owner, "exchange" if client._link else "_exchange", counted)
     with client:
-        outcomes = write_rounds(client, path, writer, edits, merge_publish if mode == "merge" else naive_publish)
+        publish = {"merge": merge_publish, "naive": naive_publish, "section": section_write(writer)}[mode]
+        outcomes = write_rounds(client, path, writer, edits, publish)
     return {"landed": [line for line, result, _ in outcomes if result.status == "ok"],
             "escalated": sum(result.status == "conflict" for _, result, _ in outcomes),
             "raised": sum(result.status == "raised" for _, result, _ in outcomes),
@@ -378,6 +379,19 @@ def merge_publish(client: MarkClient, path: str, body: str, version: int):
         return mark_publish(client, path, body, version, on_conflict="merge")
     except MarkError as error:
         return PublishResult("raised", reason=error.status)
+
+
+def section_write(writer: str):
+    """The section writer: update_section with its own section only, edited from `version`."""
+    publish = section_publish(writer)
+
+    def write(client: MarkClient, path: str, body: str, version: int):
+        try:
+            return publish(client, path, body, version)
+        except MarkError as error:
+            return PublishResult("raised", reason=error.status)
+
+    return write
 
 
 def naive_publish(client: MarkClient, path: str, body: str, version: int):
@@ -405,7 +419,7 @@ def publish_row(label: str, url: str, token: str, verify, writers: int, mode: st
     latencies = sorted(t for r in results for t in r["latencies"])
     p95 = latencies[min(len(latencies) - 1, int(0.95 * len(latencies)))]
     total = {key: sum(r[key] for r in results) for key in ("escalated", "raised", "repairs", "refused", "requests")}
-    return (f"{label:>14} {writers:7} {mode:>6} {len(latencies):5} {len(landed):6} {total['escalated']:9} "
+    return (f"{label:>14} {writers:7} {mode:>7} {len(latencies):5} {len(landed):6} {total['escalated']:9} "
             f"{total['raised']:6} "
             f"{lost:4} {total['repairs']:7} {total['refused']:7} {total['requests'] / max(1, len(landed)):8.2f} "
             f"{1000 * statistics.median(latencies):9.1f} {1000 * p95:7.1f}")
@@ -417,7 +431,9 @@ raised: calls that raised MarkError (for the naive caller, a repair that others'
 lost: landed edits missing from the final document (the naive caller clobbers them);
 repairs: answers that restored a version the server had overwritten (repaired: N);
 refused: requests the server refused unhandled (rate limit), each sent again;
-req/edit: Mark requests sent, resends included (and the initial FETCH), per landed edit."""
+req/edit: Mark requests sent, resends included (and the initial FETCH), per landed edit;
+modes: merge = mark_publish(on_conflict="merge") of the whole document; section = update_section
+  of the writer's own section only; naive = re-publish the stale body at the newest version."""
 
 
 def bench_publish(args) -> None:
@@ -427,7 +443,7 @@ def bench_publish(args) -> None:
     token = "bench-token"
     for transport in ("http", "quic"):
         for writers in (1, 2, 4, 8, 16):
-            for mode in ("merge", "naive"):
+            for mode in ("merge", "section", "naive"):
                 with tempfile.TemporaryDirectory() as store, \
                         serve(store, token=token, log=None, quic=transport == "quic", rate_limit=0) as server:
                     url, verify = server.url, True
@@ -448,7 +464,7 @@ def bench_real(args) -> None:
     token = "bench-token"
     for rate_limit, label in ((None, "real limited"), (0, "real unlimited")):
         for writers in (1, 2, 4, 8, 16):
-            for mode in ("merge", "naive"):
+            for mode in ("merge", "section", "naive"):
                 with tempfile.TemporaryDirectory() as folder, \
                         real_demarkus(Path(folder), token, rate_limit) as url:
                     print(publish_row(label, url, token, False, writers, mode, args.edits))

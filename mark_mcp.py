@@ -11,7 +11,9 @@ Register it with an MCP client (Claude Desktop, an agent framework):
 It is a drop-in for the real `demarkus-mcp`'s document tools, with the same
 names, parameters and answers: mark_fetch, mark_list, mark_versions and
 mark_archive (url), mark_append (url, body, expected_version?) and
-mark_publish (url, body, expected_version, on_conflict?, metadata?).  A
+mark_publish (url, body, expected_version, on_conflict?, metadata?); and
+mark_update_section (url, section, body, expected_version?), which writes
+one section (mark_fetch of url#anchor reads one).  A
 `url` is a bare path on the --host server (/notes.md) or a full mark://,
 http:// or https:// URL.  Each answer is the text demarkus-mcp gives: the
 status line, the server's metadata lines, an empty line and the server's
@@ -54,7 +56,7 @@ except ImportError:
     raise ImportError("the MCP server needs the mcp SDK: pip install 'mark-publish[mcp]'") from None
 
 from mark_publish import (
-    DEFAULT_TIMEOUT, MARK_PORT, MarkClient, MarkError, MarkResponse, PublishResult, after_conflict,
+    DEFAULT_TIMEOUT, MARK_PORT, MarkClient, MarkError, MarkResponse, PublishResult, after_conflict, update_section,
 )
 
 __version__ = "0.2.0"  # the release this file is from; vendored copies keep saying it
@@ -130,6 +132,35 @@ APPEND_TOOL = {
         "required": ["url", "body"],
     },
 }
+UPDATE_SECTION_TOOL = {
+    "name": "mark_update_section",
+    "description": (
+        "Replace one section of a markdown document: body is the new section, its heading line included "
+        "(so it may rename the heading), and goes into the latest version, so writers editing other "
+        "sections never conflict with you and you send only your section. section names the heading by "
+        "its text ('## Results' or 'Results') or its anchor ('#results'; '#results-1' is the second "
+        "'Results'); fetch url#anchor to read one section. With expected_version (the version you read "
+        "the section from), a section someone changed since is merged: a clean merge publishes (merged: "
+        "true), overlapping edits answer status: conflict, mergeable: false with the document, git-style "
+        "markers in that section only: resolve them and send the section again with current-version as "
+        "expected_version. reason: contention means others kept publishing: call again."
+    ),
+    "inputSchema": {
+        "type": "object",
+        "properties": {
+            "body": {"description": "the new section, its heading line included", "type": "string"},
+            "expected_version": {
+                "description": "version number the section was read from; when given, a section changed "
+                               "since is merged instead of replaced",
+                "type": "number",
+            },
+            "section": {"description": "heading text ('## Results', 'Results') or anchor ('#results')",
+                        "type": "string"},
+            "url": URL,
+        },
+        "required": ["url", "section", "body"],
+    },
+}
 WRITE_KEYS = ("version", "modified")  # what a write's answer shows first
 
 
@@ -150,6 +181,8 @@ def create_server(host: Optional[str] = None, token: Optional[str] = None, verif
                        APPEND_TOOL["inputSchema"]))
     tools.append(_tool(documents.publish, MARK_PUBLISH_TOOL["name"], MARK_PUBLISH_TOOL["description"],
                        MARK_PUBLISH_TOOL["inputSchema"]))
+    tools.append(_tool(documents.update_section, UPDATE_SECTION_TOOL["name"], UPDATE_SECTION_TOOL["description"],
+                       UPDATE_SECTION_TOOL["inputSchema"]))
     return MCPServer("mark", version=__version__, tools=tools, instructions=(
         "Mark documents are versioned. Fetch a document, edit it, and publish it with the version you "
         "fetched as expected_version; pass on_conflict='merge' (or 'candidate') so that a writer who "
@@ -166,10 +199,14 @@ class _Documents:
     def reader(self, name: str, verb: str, first: Tuple[str, ...]):
         """Tool `name`: it sends `verb` to a url and words the answer with the `first` keys first."""
         def read(url: str) -> CallToolResult:
+            url, hash_sign, anchor = url.partition("#")
+            if hash_sign and verb != "FETCH":
+                raise ToolError(f"url must name a document or folder, without #{anchor}")
             client, path = self._target(url)
-            # FETCH through fetch(): the body the version number names, never a lagging link's.
+            # FETCH through fetch(): the body the version number names, never a lagging link's;
+            # with #anchor, that section only.
             send = client.fetch if verb == "FETCH" else lambda path: client.request(verb, path)
-            return _answer(_exchange(lambda: send(path)), first)
+            return _answer(_exchange(lambda: send(path + hash_sign + anchor)), first)
 
         read.__name__ = name  # which names the tool in the SDK's argument errors
         return read
@@ -200,6 +237,12 @@ class _Documents:
         if on_conflict == "fail" and result.repaired is None:
             return _answer(response, WRITE_KEYS)  # demarkus-mcp's answer, word for word
         return _result(result)
+
+    def update_section(self, url: str, section: str, body: str, expected_version: Any = None) -> CallToolResult:
+        version = _version_argument(expected_version, required=False) or None  # 0: no version, as mark_append's
+        client, path = self._target(url)
+        return _result(_exchange(lambda: update_section(client, path, section, body, version,
+                                                        metadata={"agent": "mcp"})))
 
     def _target(self, url: str) -> Tuple[MarkClient, str]:
         """The client for the server `url` names, and the document path."""

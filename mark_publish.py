@@ -93,7 +93,8 @@ from diff3 import diff3
 __version__ = "0.2.0"  # the release this file is from; vendored copies keep saying it
 __all__ = [
     "MarkClient", "MarkResponse", "MarkError", "PublishResult",
-    "mark_publish", "after_conflict", "merge_and_publish", "merge_candidate", "mark_append", "main",
+    "mark_publish", "after_conflict", "merge_and_publish", "merge_candidate", "mark_append", "update_section",
+    "main",
 ]
 
 DEFAULT_TIMEOUT = 10.0
@@ -151,6 +152,7 @@ class PublishResult:
 
     status: str
     version: Optional[int] = None
+    section: Optional[str] = None  # update_section's: the section's anchor
     merged: Optional[bool] = None
     base_version: Optional[int] = None
     their_version: Optional[int] = None
@@ -304,6 +306,78 @@ def mark_append(client: MarkClient, path: str, body: str,
         return PublishResult("conflict", your_version=expected_version,
                              current_version=_int_field(response, "server-version"))
     raise MarkError.from_response(response, f"APPEND {path}")
+
+
+def update_section(
+    client: MarkClient,
+    path: str,
+    section: str,
+    body: str,
+    expected_version: Optional[int] = None,
+    max_retries: int = 3,
+    metadata: Optional[Dict[str, str]] = None,
+) -> PublishResult:
+    """Replace one section of the document with `body`, on whatever version is latest.
+
+    `section` names a heading by its text ("## Results" or "Results") or by
+    its anchor as demarkus renders it ("#results"; "#results-1" is the
+    second "Results").  A section runs from its heading line to the next
+    heading of its level or higher; headings in fenced code do not count.
+    `body` is the new section, its heading line included.  Every attempt
+    puts it into the latest version, so edits to other sections never
+    conflict.  With `expected_version` (the version `body` was edited
+    from), a section changed since then is merged three-way on its own:
+    clean publishes (`merged: true`, `body`: the document published);
+    overlap publishes nothing and returns `status: conflict` with the
+    document, markers in that section only.  Answers as `mark_publish`'s,
+    with `section` (the anchor).  Raises ValueError for a section that is
+    missing or named twice, MarkError as `mark_publish` does.
+    """
+    _check_path(path)
+    _check_body(body)
+    if not isinstance(section, str) or not section.strip():
+        raise TypeError("section must be a heading's text or anchor, such as '## Results' or '#results'")
+    if expected_version is not None:
+        _check_int("expected_version", expected_version, minimum=1)
+    _check_int("max_retries", max_retries, minimum=1)
+    if [h.start for h in _headings(body)[:1]] != [0]:
+        raise ValueError(f"body must start with the section's heading line, such as '## Results', not {body[:40]!r}")
+    then = None
+    if expected_version is None:
+        current = _current_version(client, path)
+    else:  # the first attempt goes out against that version, as mark_publish's does
+        edited = _base(client, path, expected_version)
+        if edited is None:
+            return _base_unavailable(client, path, expected_version)
+        found = _find_section(edited, section, f"{path}/v{expected_version}")
+        current, then = expected_version, edited[found.start:found.end]
+    placed: Dict[str, object] = {}
+
+    def put(_: str, __: str, latest: str) -> Tuple[str, bool]:
+        """The latest version with `body` as the section (merged with it, when it changed since `then`)."""
+        found = _find_section(latest, section, path)
+        now = latest[found.start:found.end]
+        new, overlap = (body, False) if then is None or now == then else diff3(then, body, now)
+        if found.end < len(latest) and not new.endswith("\n"):
+            new += "\n"
+        text = latest[:found.start] + new + latest[found.end:]
+        anchors = [h.anchor for h in _headings(text) if h.start == found.start]
+        placed.update(merged=new.rstrip("\n") != body.rstrip("\n"), anchor="#" + (found.anchor if overlap else anchors[0]))
+        return text, overlap
+
+    repairs: List[int] = []
+    outcome = _publish_change(client, path, "", body, current, None, max_retries, metadata, repairs, put)
+    anchor = placed.get("anchor")
+    if outcome.kind == "ok" and not placed["merged"] and not repairs:
+        return PublishResult("ok", version=outcome.version, section=anchor, merged=False)
+    if outcome.kind == "ok":
+        return PublishResult("ok", version=outcome.version, section=anchor, merged=True,
+                             base_version=expected_version, their_version=outcome.their_version,
+                             repaired=_first(repairs), body=outcome.text)
+    return PublishResult("conflict", section=anchor, your_version=expected_version, current_version=outcome.version,
+                         mergeable=False, reason="contention" if outcome.kind == "contention" else None,
+                         retries=max_retries if outcome.kind == "contention" else None,
+                         repaired=_first(repairs), body=outcome.text or None)
 
 
 # ----------------------------------------------------------- the merge loop
@@ -504,6 +578,100 @@ def _first(repairs: List[int]) -> Optional[int]:
     return repairs[0] if repairs else None
 
 
+# ------------------------------------------------------------------ sections
+
+class _Heading(NamedTuple):
+    """A heading and the section it opens: text[start:end], up to the next heading of its level or higher."""
+    level: int
+    text: str  # as written, without the #s
+    anchor: str  # as demarkus renders it: "results", then "results-1", ... for repeats
+    start: int
+    end: int
+
+
+_FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
+_ATX = re.compile(r" {0,3}(#{1,6})(?:[ \t]+(.*))?$")
+_SETEXT = re.compile(r" {0,3}(=+|-+)[ \t]*$")
+_BREAK = re.compile(r" {0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*$")  # a thematic break
+_CONTAINER = re.compile(r" {0,3}(?:[-+*]|[0-9]{1,9}[.)])(?:[ \t]|$)| {0,3}>")  # a list item or a quote
+_MARKUP = re.compile(r"!?\[([^\]]*)\]\([^)]*\)|<[^>]*>|(?<![A-Za-z0-9])_+|_+(?![A-Za-z0-9])")
+
+
+def _headings(text: str) -> List[_Heading]:
+    """The document's headings, as demarkus's outline (CommonMark, by goldmark) finds them:
+    ATX ("## Results") and setext (a paragraph underlined with = or -) headings, never a
+    line in fenced or indented code.  Headings inside list items and quotes are not
+    looked for, and inline markup is stripped for anchors only as far as links, code,
+    HTML and _emphasis_ go."""
+    found: List[Tuple[int, str, int]] = []  # (level, text, start)
+    fence: Optional[str] = None  # the opening fence of the code block we are in
+    paragraph: List[str] = []  # the lines of the paragraph so far; it started at `start`
+    start = offset = 0
+    nested = False  # in a list item or quote, whose lines may go on lazily
+    for line in text.splitlines(keepends=True):
+        here, offset = offset, offset + len(line)
+        line = line.rstrip("\r\n")
+        if fence:
+            closing = _FENCE.match(line)
+            if closing and closing.group(1).startswith(fence) and not line[closing.end():].strip():
+                fence = None
+            continue
+        if paragraph and not nested and _SETEXT.match(line):  # the paragraph, underlined: a heading
+            found.append((1 if "=" in line else 2, "".join(paragraph), start))
+            paragraph = []
+            continue
+        atx, opening = _ATX.match(line), _FENCE.match(line)
+        if not line.strip() or atx or opening or _BREAK.match(line):
+            paragraph, nested = [], False
+            fence = opening.group(1) if opening else None
+            title = re.sub(r"(?:^|[ \t]+)#+$", "", (atx.group(2) or "").strip()).strip() if atx else ""
+            if title:  # an empty heading opens no section, as in demarkus
+                found.append((len(atx.group(1)), title, here))
+        elif nested or _CONTAINER.match(line):
+            paragraph, nested = [], True
+        elif paragraph or not line.startswith(("    ", "\t")):  # not indented code
+            start = start if paragraph else here
+            paragraph.append(line.strip())
+    headings, used = [], set()
+    for k, (level, title, begin) in enumerate(found):
+        slug = anchor = _slug(_MARKUP.sub(lambda m: m.group(1) or "", title))
+        n = 0
+        while anchor in used:
+            n += 1
+            anchor = f"{slug}-{n}"
+        used.add(anchor)
+        end = next((later for deeper, _, later in found[k + 1:] if deeper <= level), len(text))
+        headings.append(_Heading(level, title, anchor, begin, end))
+    return headings
+
+
+def _slug(text: str) -> str:
+    """A heading's anchor as GitHub makes it: lowercase letters, digits, "_" and "-"; spaces become "-"."""
+    return "".join("-" if c.isspace() else c for c in text.lower() if c.isalnum() or c in "_-" or c.isspace())
+
+
+def _find_section(text: str, section: str, where: str) -> _Heading:
+    """The heading `section` names in `text` ("## Results", "Results" or "#results");
+    ValueError, naming the section, when there is none or more than one."""
+    headings, wanted = _headings(text), section.strip()
+    level = _ATX.match(wanted)
+    if level:  # "## Results": that level and text
+        title = (level.group(2) or "").strip()
+        matches = [h for h in headings if h.level == len(level.group(1)) and title in (h.text, _slug(h.text))]
+    elif wanted.startswith("#"):  # an anchor, then (as demarkus does) the slug of what follows "#"
+        matches = [h for h in headings if h.anchor.lower() == wanted[1:].lower()] or \
+                  [h for h in headings if h.anchor == _slug(wanted[1:])]
+    else:
+        matches = [h for h in headings if h.text == wanted] or \
+                  [h for h in headings if _slug(_MARKUP.sub(lambda m: m.group(1) or "", h.text)) == _slug(wanted)]
+    if len(matches) == 1:
+        return matches[0]
+    names = ", ".join("#" + h.anchor for h in (matches or headings)[:20]) or "none"
+    if matches:
+        raise ValueError(f"section {section!r} names {len(matches)} headings of {where}; name one by its anchor: {names}")
+    raise ValueError(f"section {section!r} is not a heading of {where}; its sections: {names}")
+
+
 # --------------------------------------------------------------- the client
 
 class MarkClient:
@@ -590,6 +758,10 @@ class MarkClient:
     def fetch(self, path: str, version: Optional[int] = None) -> MarkResponse:
         """FETCH the current document, or `version` of it (cached: versions never change).
 
+        `path` may end in "#anchor" (as demarkus renders a heading's): the
+        answer's body is then that section only, with the document's
+        metadata; ValueError, naming the section, when it is not there.
+
         The current document's body is checked against the version its
         number names (read by number, and cached): the real server reads
         the body through a link that can lag its newest version, and an
@@ -597,6 +769,13 @@ class MarkClient:
         the newer one.  Where they differ, the body (and content-hash) is
         the numbered version's, and the etag, which named the other, goes.
         """
+        path, hash_sign, anchor = path.partition("#")
+        if hash_sign:
+            page = self.fetch(path, version)
+            if page.status != "ok":
+                return page
+            found = _find_section(page.body, hash_sign + anchor, path)
+            return page._replace(body=page.body[found.start:found.end])
         if version is None:
             latest = self.request("FETCH", path)
             number = latest.metadata.get("version", "")
@@ -1128,7 +1307,8 @@ def _appended(old: str, text: str) -> str:
 # --------------------------------------------------------------------- CLI
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    """`python -m mark_publish`: publish a file or stdin; exit 0 published, 1 not (a conflict, a candidate), 2 error."""
+    """`python -m mark_publish`: publish a file or stdin, or one section of the document;
+    exit 0 published, 1 not (a conflict, a candidate), 2 error."""
     parser = argparse.ArgumentParser(
         prog="mark-publish",
         description="Publish a markdown body to a Mark server. The token comes from $MARK_TOKEN.",
@@ -1139,17 +1319,26 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--insecure", action="store_true",
                         help="do not check the server's certificate (a development server's)")
     parser.add_argument("path", help="document path, e.g. /notes.md")
-    parser.add_argument("--expected-version", type=int, required=True, metavar="N",
-                        help="the version the body was edited from; 0 creates the document")
-    parser.add_argument("--on-conflict", choices=("fail", "merge", "candidate"), default="fail",
-                        help="if someone published since N: fail (answer the conflict), merge (publish a "
-                             "clean merge), or candidate (print the merge, publish nothing)")
+    parser.add_argument("--expected-version", type=int, metavar="N",
+                        help="the version the body was edited from; 0 creates the document "
+                             "(required, but for --section)")
+    parser.add_argument("--on-conflict", choices=("fail", "merge", "candidate"),
+                        help="if someone published since N: fail (the default: answer the conflict), merge "
+                             "(publish a clean merge), or candidate (print the merge, publish nothing)")
+    parser.add_argument("--section", metavar="S",
+                        help="replace only section S ('## Results', 'Results' or '#results') with the body, "
+                             "its heading line included, on the latest version; with N, a section changed "
+                             "since N is merged")
     parser.add_argument("--max-retries", type=int, default=3, metavar="N",
                         help="merge attempts while others keep publishing (default 3)")
     parser.add_argument("--file", help="read the body from FILE instead of stdin")
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
                         help=f"deadline of each request (default {DEFAULT_TIMEOUT:g})")
     args = parser.parse_args(argv)
+    if args.section is None and args.expected_version is None:
+        parser.error("--expected-version is required (but for --section)")
+    if args.section is not None and args.on_conflict is not None:
+        parser.error("--on-conflict is for whole documents: a --section write always goes onto the latest version")
     try:
         if args.file:
             with open(args.file, "rb") as file:
@@ -1159,8 +1348,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         body = data.decode("utf-8")
         with MarkClient(args.server, token=os.environ.get("MARK_TOKEN") or None,
                         timeout=args.timeout, verify=not args.insecure) as client:
-            result = mark_publish(client, args.path, body, args.expected_version,
-                                  on_conflict=args.on_conflict, max_retries=args.max_retries)
+            if args.section is not None:
+                result = update_section(client, args.path, args.section, body, args.expected_version,
+                                        max_retries=args.max_retries)
+            else:
+                result = mark_publish(client, args.path, body, args.expected_version,
+                                      on_conflict=args.on_conflict or "fail", max_retries=args.max_retries)
     except (MarkError, ValueError, TypeError, OSError, ImportError) as error:
         reason = error.strerror if isinstance(error, OSError) and error.strerror else error
         print(f"mark-publish: {reason}".split("\n")[0], file=sys.stderr)

@@ -166,6 +166,16 @@ def test_demo_with_agents_over_quic_runs():
     assert "Bob adds a point." in run.stdout.split("=== /notes.md")[1]
 
 
+def test_demo_of_section_writes_runs():
+    run = subprocess.run([sys.executable, "demo.py", "--sections"], capture_output=True, text=True, timeout=60,
+                         cwd=Path(__file__).parent)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.count("status: ok") == 4 and run.stdout.count("merged: false") == 4
+    final = run.stdout.split("=== /notes.md")[1]
+    for name in ("Alice", "Bob", "Carol", "Dave"):
+        assert f"{name}'s intro, rewritten.\n{name} adds a point.\n" in final
+
+
 def test_candidate_merges_and_publishes_nothing(server):
     base = seed(server, ["A", "B"])
     c = client(server)

@@ -14,9 +14,9 @@ import sys
 
 import pytest
 
-from mark_publish import MarkClient, mark_append, mark_publish
-from testkit import (REAL_DEMARKUS, add_line, inside_loopback, real_demarkus, replace_line, sectioned_document,
-                     together, write_rounds)
+from mark_publish import MarkClient, mark_append, mark_publish, update_section
+from testkit import (REAL_DEMARKUS, add_line, inside_loopback, real_demarkus, replace_line, section_of,
+                     section_publish, sectioned_document, together, write_rounds)
 
 if not (REAL_DEMARKUS / "bin" / "demarkus-server").exists():
     if os.environ.get("CI"):
@@ -106,3 +106,28 @@ else:
         assert len(outcomes) == 80
         assert [line for line in landed if f"\n{line}\n" not in final] == []
         assert [line for line in reported if f"\n{line}\n" in final] == []
+
+    def test_eight_section_writers_ten_edits_each_lose_nothing(real):
+        writers = [f"W{n}" for n in range(8)]
+        client(real).publish(PATH, sectioned_document(writers), expected_version=0)
+
+        def work(writer):
+            with client(real) as c:
+                return write_rounds(c, PATH, writer, 10, section_publish(writer))
+
+        outcomes = [outcome for rounds in together(*[lambda w=w: work(w) for w in writers]) for outcome in rounds]
+        final = client(real).fetch(PATH).body
+        landed = [line for line, result, _ in outcomes if result.status == "ok"]
+        print(f"\nreal server, section writes: {len(landed)} of {len(outcomes)} landed")
+        assert [line for line in landed if f"\n{line}\n" not in final] == []
+        assert [line for line, result, _ in outcomes if result.status != "ok" and f"\n{line}\n" in final] == []
+        assert all(result.merged is False for _, result, _ in outcomes if result.status == "ok")
+
+    def test_a_section_reads_and_writes_on_the_real_server(real):
+        c = client(real)
+        base = sectioned_document(["A", "B"])
+        c.publish(PATH, base, expected_version=0)
+        res = update_section(c, PATH, "#b", section_of(add_line(base, "B", "B's line"), "B"), expected_version=1)
+        assert res.to_text() == "status: ok\nversion: 2\nsection: #b\nmerged: false\n"
+        assert c.fetch(PATH + "#b").body == section_of(add_line(base, "B", "B's line"), "B")
+        assert c.fetch(PATH).body == add_line(base, "B", "B's line")

@@ -16,7 +16,7 @@ import requests
 import responses
 
 import mark_publish as mp
-from mark_publish import MarkClient, MarkError, mark_publish, merge_and_publish
+from mark_publish import MarkClient, MarkError, mark_publish, merge_and_publish, update_section
 
 URL = "http://127.0.0.1:6309"
 TOKEN = "repair-test-token"
@@ -269,3 +269,26 @@ def test_a_retry_after_past_the_deadline_gives_up_at_once(monkeypatch):
         mock.add("FETCH", URL + "/p", status=429, headers={"Retry-After": "60"})
         with pytest.raises(MarkError, match="refused the request 1 times"):
             MarkClient(URL, timeout=2).fetch("/p")
+
+
+SECTIONED = "# Doc\n\n## One\n\nIntro.\n\n## Two\n\nEnd.\n"
+
+
+def test_a_stale_section_write_is_merged_with_what_it_overwrote(fake, client):
+    theirs = SECTIONED.replace("End.", "End, theirs.")
+    server = fake(SECTIONED)
+    server.race = [lands(theirs)]  # our section, sent against v1, is stored as v3 over their v2
+    res = update_section(client, "/p", "## One", "## One\n\nIntro, ours.\n\n")
+    ours = SECTIONED.replace("Intro.", "Intro, ours.")
+    both = ours.replace("End.", "End, theirs.")
+    assert server.versions == [SECTIONED, theirs, ours, both]
+    assert (res.status, res.version, res.merged, res.repaired, res.section, res.body) == ("ok", 4, True, 2, "#one", both)
+
+
+def test_a_section_write_whose_answer_was_lost_is_found(fake, client):
+    server = fake(SECTIONED)
+    server.lose_answer = True  # stored as v2, its answer lost on the way back
+    res = update_section(client, "/p", "#two", "## Two\n\nEnd, ours.\n", expected_version=1)
+    assert server.versions == [SECTIONED, SECTIONED.replace("End.", "End, ours.")]
+    assert res.to_text() == "status: ok\nversion: 2\nsection: #two\nmerged: false\n"
+    assert server.publishes() == ["/p"]  # found by reading back, not sent twice

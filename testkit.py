@@ -344,6 +344,22 @@ def replace_line(text: str, old: str, new: str) -> str:
     return text.replace(f"\n{old}\n", f"\n{new}\n", 1)
 
 
+def section_of(text: str, writer: str) -> str:
+    """`writer`'s section of a sectioned document: its heading line up to the next "## " heading."""
+    start = text.index(f"## {writer}\n")
+    return text[start:text.find("\n## ", start) + 1 or len(text)]
+
+
+def section_publish(writer: str) -> Callable:
+    """A `publish` for write_rounds that sends `writer`'s section only, with update_section."""
+    from mark_publish import update_section
+
+    def publish(client, path: str, body: str, version: int):
+        return update_section(client, path, f"## {writer}", section_of(body, writer), expected_version=version)
+
+    return publish
+
+
 def write_rounds(client, path: str, writer: str, rounds: int, publish) -> List[Tuple[str, object, float]]:
     """`writer` adds `rounds` lines to its own section of `path`, one a publish.
 
