@@ -335,14 +335,16 @@ def update_section(
     """
     _check_path(path)
     _check_body(body)
-    if not isinstance(section, str) or not section.strip():
-        raise TypeError("section must be a heading's text or anchor, such as '## Results' or '#results'")
+    if not isinstance(section, str):
+        raise TypeError(f"section must be str, not {type(section).__name__}")
+    if not section.strip():
+        raise ValueError("section must be a heading's text or anchor, such as '## Results' or '#results'")
     if expected_version is not None:
         _check_int("expected_version", expected_version, minimum=1)
     _check_int("max_retries", max_retries, minimum=1)
     if [h.start for h in _headings(body)[:1]] != [0]:
         raise ValueError(f"body must start with the section's heading line, such as '## Results', not {body[:40]!r}")
-    then = None
+    then = None  # the section as it was at expected_version
     if expected_version is None:
         current = _current_version(client, path)
     else:  # the first attempt goes out against that version, as mark_publish's does
@@ -351,33 +353,37 @@ def update_section(
             return _base_unavailable(client, path, expected_version)
         found = _find_section(edited, section, f"{path}/v{expected_version}")
         current, then = expected_version, edited[found.start:found.end]
-    placed: Dict[str, object] = {}
+    last: Dict[str, object] = {}  # what the latest attempt did: the section's anchor, and whether it merged
 
     def put(_: str, __: str, latest: str) -> Tuple[str, bool]:
-        """The latest version with `body` as the section (merged with it, when it changed since `then`)."""
+        """`latest` with `body` as the section: merged with it, where it changed since `then`."""
         found = _find_section(latest, section, path)
         now = latest[found.start:found.end]
-        new, overlap = (body, False) if then is None or now == then else diff3(then, body, now)
+        merging = then is not None and now != then
+        new, overlap = diff3(then, body, now) if merging else (body, False)
         if found.end < len(latest) and not new.endswith("\n"):
             new += "\n"
         text = latest[:found.start] + new + latest[found.end:]
-        anchors = [h.anchor for h in _headings(text) if h.start == found.start]
-        placed.update(merged=new.rstrip("\n") != body.rstrip("\n"), anchor="#" + (found.anchor if overlap else anchors[0]))
+        written = found if overlap else next((h for h in _headings(text) if h.start == found.start), found)
+        last.update(anchor="#" + written.anchor, merged=merging)
         return text, overlap
 
     repairs: List[int] = []
-    outcome = _publish_change(client, path, "", body, current, None, max_retries, metadata, repairs, put)
-    anchor = placed.get("anchor")
-    if outcome.kind == "ok" and not placed["merged"] and not repairs:
+    # The first attempt is the write; max_retries more may follow, as in mark_publish.
+    outcome = _publish_change(client, path, "", body, current, None, max_retries + 1, metadata, repairs, put)
+    anchor = last["anchor"]
+    if outcome.kind == "ok" and not last["merged"] and not repairs:
         return PublishResult("ok", version=outcome.version, section=anchor, merged=False)
     if outcome.kind == "ok":
         return PublishResult("ok", version=outcome.version, section=anchor, merged=True,
                              base_version=expected_version, their_version=outcome.their_version,
                              repaired=_first(repairs), body=outcome.text)
+    if outcome.kind == "overlap":
+        return PublishResult("conflict", section=anchor, your_version=expected_version,
+                             current_version=outcome.version, mergeable=False, repaired=_first(repairs),
+                             body=outcome.text)
     return PublishResult("conflict", section=anchor, your_version=expected_version, current_version=outcome.version,
-                         mergeable=False, reason="contention" if outcome.kind == "contention" else None,
-                         retries=max_retries if outcome.kind == "contention" else None,
-                         repaired=_first(repairs), body=outcome.text or None)
+                         mergeable=False, reason="contention", retries=max_retries, repaired=_first(repairs))
 
 
 # ----------------------------------------------------------- the merge loop

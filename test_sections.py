@@ -71,7 +71,7 @@ def test_a_missing_or_twice_named_section_is_an_error_and_nothing_is_written(cli
 
 @pytest.mark.parametrize("arguments, error", [
     (dict(section="", body="## B\n"), "section must be a heading's text or anchor"),
-    (dict(section=None, body="## B\n"), "section must be a heading's text or anchor"),
+    (dict(section=None, body="## B\n"), "section must be str, not NoneType"),
     (dict(section="B", body="B, no heading\n"), "body must start with the section's heading line"),
     (dict(section="B", body="\n## B\n"), "body must start with the section's heading line"),
     (dict(section="B", body=b"## B\n"), "body must be str"),
