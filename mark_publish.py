@@ -361,8 +361,8 @@ def update_section(
         now = latest[found.start:found.end]
         merging = then is not None and now != then
         new, overlap = diff3(then, body, now) if merging else (body, False)
-        if found.end < len(latest) and not new.endswith("\n"):
-            new += "\n"
+        if found.end < len(latest) and not new.endswith("\n"):  # end it as the document's lines end
+            new += "\r\n" if latest.partition("\n")[0].endswith("\r") else "\n"
         text = latest[:found.start] + new + latest[found.end:]
         written = found if overlap else next((h for h in _headings(text) if h.start == found.start), found)
         last.update(anchor="#" + written.anchor, merged=merging)

@@ -134,6 +134,14 @@ def test_a_section_can_be_renamed_and_sent_without_its_last_newline(client):
     assert last.version == 3
 
 
+def test_a_crlf_document_keeps_its_line_endings(client):
+    crlf = BASE.replace("\n", "\r\n")
+    client.publish(PATH, crlf, 1)
+    assert client.fetch(PATH + "#c").body == "## C\r\n\r\nC's intro.\r\n\r\n"
+    assert update_section(client, PATH, "## C", "## C\r\n\r\nC, CRLF.").status == "ok"
+    assert current(client)[1] == crlf.replace("C's intro.\r\n\r\n", "C, CRLF.\r\n")
+
+
 def test_the_cli_writes_a_section(server, client, tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("MARK_TOKEN", TOKEN)
     body = tmp_path / "section.md"
