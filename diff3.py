@@ -502,6 +502,10 @@ def _anchored(a: Sequence, b: Sequence, i: int, i_end: int, j: int, j_end: int, 
             continue
         if anchors is None:
             count_a, count_b = Counter(a[i:i_end]), Counter(b[j:j_end])
+            anchors = {line for line, n in count_a.items() if n == 1 and count_b.get(line) == 1}
+            if not anchors:  # the rest is one gap
+                _gap(a, b, i, i_end, j, j_end, blocks, count_a, count_b)
+                return
             # Where the rest of the lines both hold come in the same order (each
             # edit a replacement by new lines), that is the one longest common
             # subsequence: a rewrite needs no anchors.
@@ -509,9 +513,6 @@ def _anchored(a: Sequence, b: Sequence, i: int, i_end: int, j: int, j_end: int, 
             if found is not None:
                 blocks += found
                 return
-            anchors = {line for line, n in count_a.items() if n == 1 and count_b.get(line) == 1}
-            if not anchors:
-                next_a, next_b = i_end, j_end
         if chain_left is None:
             next_a, next_b = max(next_a, i), max(next_b, j)
             while next_a < i_end and a[next_a] not in anchors:
@@ -567,13 +568,14 @@ def _patience(a: Sequence, b: Sequence, i: int, i_end: int, j: int, j_end: int,
     return found
 
 
-def _gap(a: Sequence, b: Sequence, i: int, i_end: int, j: int, j_end: int, blocks: list) -> None:
+def _gap(a: Sequence, b: Sequence, i: int, i_end: int, j: int, j_end: int, blocks: list,
+         in_a: Optional[Container] = None, in_b: Optional[Container] = None) -> None:
     """Add the blocks of a gap between anchors: whole if it is small once the lines
     found on one side only are set aside, else a window at a time, each window's
-    first block grown as far as the lines stay equal."""
+    first block grown as far as the lines stay equal.  `in_a`, `in_b` as _paired's."""
     if i_end - i < 2 and j_end - j < 2:
         return  # a[i] != b[j]: the gap starts where the lines differ
-    found = _paired(a, b, i, i_end, j, j_end, _SMALL_GAP)
+    found = _paired(a, b, i, i_end, j, j_end, _SMALL_GAP, in_a, in_b)
     if found is not None:
         blocks += found
         return
