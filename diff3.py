@@ -9,21 +9,12 @@
 
     $ python -m diff3 OURS BASE THEIRS      # or mark-diff3; exit 0 clean, 1 conflicts, 2 trouble
 
-Two people edited copies of one document, *base*: *ours* and *theirs*.  A
-change made by one side is taken, the same change made by both appears
-once, and changes of both sides that meet become a conflict block (drawn
-here with a margin of "| ", which the merge does not write)
-
-      | <<<<<<< ours
-      | ours' lines
-      | ||||||| base          (only with style="diff3")
-      | base lines
-      | =======
-      | theirs' lines
-      | >>>>>>> theirs
-
-and `had_conflict` is True.  A clean merge is published with no one looking,
-so where the place of an edit beside the other side's is in doubt, the two
+A change one side made to *base* is taken, the same change made by both
+appears once, and changes of both sides that meet become a conflict block,
+"<<<<<<< ours", ours' lines, ("||||||| base", base lines, with
+style="diff3"), "=======", theirs' lines, ">>>>>>> theirs", and
+`had_conflict` is True.  A clean merge is published with no one looking, so
+where the place of an edit beside the other side's is in doubt, the two
 conflict.  The rule, step by step:
 
 1. `get_hunks` diffs base against each side: a line replaced, added or
@@ -58,13 +49,13 @@ conflict.  The rule, step by step:
    touching zones, add a non-blank line that the merge then holds more often
    than ours and theirs each, they become one block that shows them whole.
 
-Lines are split on "\\n" only (never on the other separators that
-`str.splitlines` honours) and keep their endings, so CRLF documents come
-back byte-identical where nothing changed.  A line without a newline (the
-last of a document) gets one when anything follows it, and marker lines use
-the document's line ending.  `had_conflict` comes from the rule above, and
-never from a search for markers, so a document may contain "=======".
+Lines are split on "\\n" only and keep their endings, so CRLF documents come
+back byte-identical where nothing changed; a last line without a newline gets
+one when anything follows it, and marker lines use the document's line
+ending.  `had_conflict` comes from the rule, never from a search for
+markers, so a document may contain "=======".
 """
+
 
 import argparse
 import bisect
@@ -88,14 +79,8 @@ class Merge(NamedTuple):
 Hunk = Tuple[int, int, int, int]  # (a_lo, a_hi, b_lo, b_hi): a[a_lo:a_hi] became b[b_lo:b_hi]
 
 
-def diff3(
-    base: str,
-    ours: str,
-    theirs: str,
-    *,
-    style: str = "merge",
-    labels: Sequence[str] = ("ours", "base", "theirs"),
-) -> Merge:
+def diff3(base: str, ours: str, theirs: str, *, style: str = "merge",
+          labels: Sequence[str] = ("ours", "base", "theirs")) -> Merge:
     """Merge the changes from `base` to `ours` and from `base` to `theirs`.
 
     Returns `Merge(merged, had_conflict)`.  `style="diff3"` also shows the
@@ -109,12 +94,18 @@ def diff3(
             raise TypeError(f"{name} must be str, not {type(value).__name__}")
     if style not in ("merge", "diff3"):
         raise ValueError(f'style must be "merge" or "diff3", not {style!r}')
-    _check_labels(labels)
+    if isinstance(labels, str) or not isinstance(labels, (tuple, list)) or len(labels) != 3 \
+            or not all(isinstance(label, str) for label in labels):
+        raise TypeError(f"labels must be a tuple of three str (ours, base, theirs), not {labels!r}")
+    if any("\n" in label or "\r" in label for label in labels):
+        raise ValueError(f"labels must not contain line breaks: {labels!r}")
 
     texts = [split_lines(base), split_lines(ours), split_lines(theirs)]
-    eol = _line_ending(texts)
-    markers = _Markers("<<<<<<< " + labels[0] + eol, "||||||| " + labels[1] + eol, "=======" + eol,
-                       ">>>>>>> " + labels[2] + eol, style == "diff3")
+    # The document's line ending: that of the first ended line, base first.
+    eol = next(("\r\n" if lines[0].endswith("\r\n") else "\n" for lines in texts
+                if lines and lines[0].endswith("\n")), "\n")
+    markers = ("<<<<<<< " + labels[0] + eol, "||||||| " + labels[1] + eol, "=======" + eol,
+               ">>>>>>> " + labels[2] + eol, style == "diff3")
     out, had_conflict = _merge(*texts, markers)
     # Only a document's last line can lack a newline; if none does, plain join.
     ended = all(lines[-1].endswith("\n") for lines in texts if lines)
@@ -173,18 +164,9 @@ class _Change(NamedTuple):
     zone_hi: int
 
 
-class _Markers(NamedTuple):
-    """The lines that frame a conflict block."""
-
-    start: str
-    base: str
-    separator: str
-    end: str
-    with_base: bool  # whether blocks show the base lines (style "diff3")
-
-
-def _merge(base: List[str], ours: List[str], theirs: List[str], markers: _Markers) -> Tuple[List[str], bool]:
-    """Merge three line lists; returns the merged lines and whether any conflicted."""
+def _merge(base: List[str], ours: List[str], theirs: List[str], markers: tuple) -> Tuple[List[str], bool]:
+    """Merge three line lists; returns the merged lines and whether any conflicted.
+    `markers`: the lines that frame a block, and whether blocks show base lines."""
     count = Counter(base)
     changes = sorted(_changes(base, ours, OURS, count) + _changes(base, theirs, THEIRS, count))
     gain = []  # how many more times than base each side holds a line
@@ -374,7 +356,7 @@ def _groups(changes: List[_Change], links: List[Tuple[int, int]], tied: set) -> 
 
 
 def _write(base: List[str], changes: List[_Change], groups: List[list], tied: set,
-           markers: _Markers) -> Tuple[List[str], bool, List[_Change]]:
+           markers: tuple) -> Tuple[List[str], bool, List[_Change]]:
     """The merged lines, whether a block conflicts, and the changes merged cleanly."""
     start, middle, separator, end, with_base = markers
     out: List[str] = []
@@ -424,8 +406,8 @@ def _doubts(base: List[str], changes: List[_Change], clean: List[_Change]) -> se
     non-blank line the clean part of the merge holds more often than ours and theirs each
     (then one edit was read at two places)."""
     def gained(some: List[_Change]) -> Counter:
-        tally = Counter(_key(line) for c in some for line in c.lines)
-        tally.subtract(_key(line) for c in some for line in base[c.lo:c.hi])
+        tally = Counter(line.rstrip("\n") for c in some for line in c.lines)
+        tally.subtract(line.rstrip("\n") for c in some for line in base[c.lo:c.hi])
         return tally
 
     sides = [[c for c in changes if c.side == side] for side in (OURS, THEIRS)]
@@ -436,14 +418,10 @@ def _doubts(base: List[str], changes: List[_Change], clean: List[_Change]) -> se
         return set()
     ours, theirs, merged = map(gained, (*sides, clean))
     twice = {line for line, n in merged.items() if n > max(ours[line], theirs[line]) and line.strip()}
-    adding = [[k for k, c in enumerate(changes) if c.side == side and not twice.isdisjoint(map(_key, c.lines))]
+    adding = [[k for k, c in enumerate(changes) if c.side == side and not twice.isdisjoint(line.rstrip("\n") for line in c.lines)]
               for side in (OURS, THEIRS)]
     return {k for pair in product(*adding) for k in pair
             if changes[pair[0]].zone_lo <= changes[pair[1]].zone_hi and changes[pair[1]].zone_lo <= changes[pair[0]].zone_hi}
-
-
-def _key(line: str) -> str:
-    return line[:-1] if line.endswith("\n") else line
 
 
 # ------------------------------------------------------- the two-way diff (steps 1-2)
@@ -647,43 +625,19 @@ def _slide(a: Sequence, b: Sequence, hunks: List[Hunk]) -> List[Hunk]:
     return out
 
 
-# ------------------------------------------------------------------ helpers
-
-def _check_labels(labels: Sequence[str]) -> None:
-    if (
-        isinstance(labels, str)
-        or not isinstance(labels, (tuple, list))
-        or len(labels) != 3
-        or not all(isinstance(label, str) for label in labels)
-    ):
-        raise TypeError(f"labels must be a tuple of three str (ours, base, theirs), not {labels!r}")
-    if any("\n" in label or "\r" in label for label in labels):
-        raise ValueError(f"labels must not contain line breaks: {labels!r}")
-
-
-def _line_ending(texts: Sequence[List[str]]) -> str:
-    """The document's line ending: that of the first ended line, base first."""
-    for lines in texts:
-        if lines and lines[0].endswith("\n"):
-            return "\r\n" if lines[0].endswith("\r\n") else "\n"
-    return "\n"
-
+# ------------------------------------------------------------- command line
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """`python -m diff3 OURS BASE THEIRS`: print the merge; exit 0 clean, 1 conflicts, 2 trouble."""
     parser = argparse.ArgumentParser(
-        prog="mark-diff3",
-        description="Three-way merge of text files, written to stdout with git-style conflict markers.",
-    )
+        prog="mark-diff3", description="Three-way merge of text files, written to stdout with git-style conflict markers.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     parser.add_argument("ours")
     parser.add_argument("base")
     parser.add_argument("theirs")
     parser.add_argument("--diff3", action="store_true", help="also show the base lines in conflicts")
-    parser.add_argument(
-        "-L", dest="labels", action="append", default=[], metavar="LABEL",
-        help="label for ours, then base, then theirs (default: the file names)",
-    )
+    parser.add_argument("-L", dest="labels", action="append", default=[], metavar="LABEL",
+                        help="label for ours, then base, then theirs (default: the file names)")
     args = parser.parse_args(argv)
     paths = (args.ours, args.base, args.theirs)
     if len(args.labels) > 3:
@@ -700,8 +654,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             print(f"mark-diff3: {path}: not UTF-8 (byte {error.start})", file=sys.stderr)
             return 2
     labels = tuple(args.labels) + paths[len(args.labels):]
-    style = "diff3" if args.diff3 else "merge"
-    merged, had_conflict = diff3(texts[1], texts[0], texts[2], style=style, labels=labels)
+    merged, had_conflict = diff3(texts[1], texts[0], texts[2], style="diff3" if args.diff3 else "merge", labels=labels)
     sys.stdout.buffer.write(merged.encode("utf-8"))
     sys.stdout.flush()
     return 1 if had_conflict else 0
