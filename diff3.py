@@ -169,14 +169,17 @@ def _merge(base: List[str], ours: List[str], theirs: List[str], markers: tuple) 
     `markers`: the lines that frame a block, and whether blocks show base lines."""
     count = Counter(base)
     changes = sorted(_changes(base, ours, OURS, count) + _changes(base, theirs, THEIRS, count))
-    gain = []  # how many more times than base each side holds a line
-    for side in (OURS, THEIRS):
-        gain.append(Counter(chain.from_iterable(c.lines for c in changes if c.side == side)))
-        gain[side].subtract(chain.from_iterable(base[c.lo:c.hi] for c in changes if c.side == side))
+    gain: List[Counter] = []  # how many more times than base each side holds a line, made on first need
 
     def firm(i: int) -> bool:  # step 6
-        line = base[i] if 0 <= i < len(base) else None
-        return line is None or not line.isspace() and count[line] == 1 and gain[0][line] <= 0 >= gain[1][line]
+        if not 0 <= i < len(base):
+            return True
+        if base[i].isspace() or count[base[i]] != 1:
+            return False
+        for side in () if gain else (OURS, THEIRS):
+            gain.append(Counter(chain.from_iterable(c.lines for c in changes if c.side == side)))
+            gain[side].subtract(chain.from_iterable(base[c.lo:c.hi] for c in changes if c.side == side))
+        return gain[OURS][base[i]] <= 0 and gain[THEIRS][base[i]] <= 0
 
     links = _links(changes, firm, len(base))
     tied: set = set()  # changes the safety net put in one block
