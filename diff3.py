@@ -30,10 +30,9 @@ conflict.  The rule, step by step:
    removed or added, past the side's insertions, up to its next hunk that
    changes lines (`_changes`).
 4. Unless the hunk edits its lines in place (a ticked box stays that box),
-   the zone also grows over blank lines to the lines of the side's hunks
-   with only blank lines between, and over each copy of a line it removed
-   up to the unique lines around it that the side keeps: which of two equal
-   sections went is not known.
+   its zone also grows over each copy of a non-blank line it removed, up to
+   the unique lines around it that the side keeps: which of two equal
+   sections went is not known (`_copies`).
 5. Hunks of the two sides conflict when one changes a line inside the
    other's zone or inserts strictly inside it, when both insert at one
    point, or when their zones share a line; identical hunks merge once.
@@ -176,9 +175,10 @@ def _merge(base: List[str], ours: List[str], theirs: List[str], markers: tuple) 
             return True
         if base[i].isspace() or count[base[i]] != 1:
             return False
-        for side in () if gain else (OURS, THEIRS):
-            gain.append(Counter(chain.from_iterable(c.lines for c in changes if c.side == side)))
-            gain[side].subtract(chain.from_iterable(base[c.lo:c.hi] for c in changes if c.side == side))
+        if not gain:
+            for side in (OURS, THEIRS):
+                gain.append(Counter(chain.from_iterable(c.lines for c in changes if c.side == side)))
+                gain[side].subtract(chain.from_iterable(base[c.lo:c.hi] for c in changes if c.side == side))
         return gain[OURS][base[i]] <= 0 and gain[THEIRS][base[i]] <= 0
 
     links = _links(changes, firm, len(base))
@@ -193,8 +193,7 @@ def _merge(base: List[str], ours: List[str], theirs: List[str], markers: tuple) 
 
 
 def _changes(base: List[str], side: List[str], name: int, count: Counter) -> List[_Change]:
-    """A side's hunks against base, each with its zone (steps 3 and 4).  The wider
-    growth is looked for only where a line past the blank lines repeats in base."""
+    """A side's hunks against base, each with its zone (steps 3 and 4)."""
     hunks = get_hunks(base, side)
     floors, floor = [], 0  # the end of the hunk above that changes lines
     for lo, hi, _, _ in hunks:
@@ -211,34 +210,12 @@ def _changes(base: List[str], side: List[str], name: int, count: Counter) -> Lis
         if lo > floor and (base[lo - 1] in lines or base[lo - 1] in removed) or \
                 hi < ceiling and (base[hi] in lines or base[hi] in removed):
             own = set(lines).union(removed)
-            zone = [_reach(base, i, step, stop, own, False) for i, step, stop in ends]
-            zone[1] += 1
-        if (_repeats_past_blanks(base, lo - 1, -1, floor - 1, count)
-                or _repeats_past_blanks(base, hi, 1, ceiling, count)) and not _in_place(removed, lines):
-            near = _near_lines(base, side, hunks, k)
-            zone = [_reach(base, i, step, stop, near, True) for i, step, stop in ends]
+            zone = [_reach(base, i, step, stop, own) for i, step, stop in ends]
             zone[1] += 1
         changes.append(_Change(lo, hi, name, lines, *zone))
         ceiling = lo if lo < hi else ceiling
     changes.reverse()
     return _copies(base, changes, count)
-
-
-def _repeats_past_blanks(base: List[str], i: int, step: int, stop: int, count: Counter) -> bool:
-    """Whether the first non-blank base line from i on (stepping short of `stop`) repeats in base."""
-    while i != stop and base[i].isspace():
-        i += step
-    return i != stop and count[base[i]] > 1
-
-
-def _near_lines(base: List[str], side: List[str], hunks: List[Hunk], k: int) -> set:
-    """The lines of hunk k and of the hunks with only blank lines between them and it."""
-    lo = hi = k
-    while lo and all(map(str.isspace, base[hunks[lo - 1][1]:hunks[lo][0]])):
-        lo -= 1
-    while hi + 1 < len(hunks) and all(map(str.isspace, base[hunks[hi][1]:hunks[hi + 1][0]])):
-        hi += 1
-    return {line for a_lo, a_hi, b_lo, b_hi in hunks[lo:hi + 1] for line in chain(base[a_lo:a_hi], side[b_lo:b_hi])}
 
 
 def _copies(base: List[str], changes: List[_Change], count: Counter) -> List[_Change]:
@@ -268,17 +245,12 @@ def _copies(base: List[str], changes: List[_Change], count: Counter) -> List[_Ch
     return changes
 
 
-def _reach(base: List[str], k: int, step: int, stop: int, own: set, through: bool) -> int:
+def _reach(base: List[str], k: int, step: int, stop: int, own: set) -> int:
     """The furthest base line from k on, stepping by `step` short of `stop`, that a zone
-    grows over: lines equal to one in `own`, and (`through`) the blank lines between."""
-    edge = k - step
-    while k != stop:
-        if base[k] in own:
-            edge = k
-        elif not (through and base[k].isspace()):
-            break
+    grows over: lines equal to one in `own`."""
+    while k != stop and base[k] in own:
         k += step
-    return edge
+    return k - step
 
 
 def _in_place(old: List[str], new: List[str]) -> bool:
