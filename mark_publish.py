@@ -55,6 +55,11 @@ With `on_conflict="candidate"` (`merge_candidate`) steps 1 to 3 run, and
 the merge comes back unpublished as `status: merge-candidate`, with the
 version to publish it at: for an agent that reads a merge before it lands.
 
+A writer that owns one section sends only that: `update_section` puts it
+into whatever version is latest, through the same loop (its diff3 is of
+that section alone), so writers of other sections never conflict with it;
+`client.fetch("/doc.md#anchor")` reads one section.
+
 Every path either publishes a body holding the caller's edits or publishes
 nothing of them and says so: a body is never silently dropped.  A request
 the server refuses unhandled (its rate limit) is sent again, by the deadline.
@@ -355,8 +360,9 @@ def update_section(
         current, then = expected_version, edited[found.start:found.end]
     last: Dict[str, object] = {}  # what the latest attempt did: the section's anchor, and whether it merged
 
-    def put(_: str, __: str, latest: str) -> Tuple[str, bool]:
-        """`latest` with `body` as the section: merged with it, where it changed since `then`."""
+    def put(_base: str, _ours: str, latest: str) -> Tuple[str, bool]:
+        """The merge loop's merge: `latest` with `body` as the section, merged with the
+        section there where it changed since `then` (the loop's base and ours go unused)."""
         found = _find_section(latest, section, path)
         now = latest[found.start:found.end]
         merging = then is not None and now != then
@@ -640,7 +646,7 @@ def _headings(text: str) -> List[_Heading]:
             paragraph.append(line.strip())
     headings, used = [], set()
     for k, (level, title, begin) in enumerate(found):
-        slug = anchor = _slug(_MARKUP.sub(lambda m: m.group(1) or "", title))
+        slug = anchor = _slug(title)
         n = 0
         while anchor in used:
             n += 1
@@ -651,9 +657,11 @@ def _headings(text: str) -> List[_Heading]:
     return headings
 
 
-def _slug(text: str) -> str:
-    """A heading's anchor as GitHub makes it: lowercase letters, digits, "_" and "-"; spaces become "-"."""
-    return "".join("-" if c.isspace() else c for c in text.lower() if c.isalnum() or c in "_-" or c.isspace())
+def _slug(title: str) -> str:
+    """A heading's anchor as GitHub makes it, before numbering: the text without its
+    markup, lowercase letters, digits, "_" and "-" kept, spaces made "-"."""
+    text = _MARKUP.sub(lambda m: m.group(1) or "", title).lower()
+    return "".join("-" if c.isspace() else c for c in text if c.isalnum() or c in "_-" or c.isspace())
 
 
 def _find_section(text: str, section: str, where: str) -> _Heading:
@@ -661,15 +669,13 @@ def _find_section(text: str, section: str, where: str) -> _Heading:
     ValueError, naming the section, when there is none or more than one."""
     headings, wanted = _headings(text), section.strip()
     level = _ATX.match(wanted)
-    if level:  # "## Results": that level and text
-        title = (level.group(2) or "").strip()
-        matches = [h for h in headings if h.level == len(level.group(1)) and title in (h.text, _slug(h.text))]
-    elif wanted.startswith("#"):  # an anchor, then (as demarkus does) the slug of what follows "#"
+    if wanted.startswith("#") and not level:  # an anchor, then (as demarkus does) the slug of what follows "#"
         matches = [h for h in headings if h.anchor.lower() == wanted[1:].lower()] or \
                   [h for h in headings if h.anchor == _slug(wanted[1:])]
-    else:
-        matches = [h for h in headings if h.text == wanted] or \
-                  [h for h in headings if _slug(_MARKUP.sub(lambda m: m.group(1) or "", h.text)) == _slug(wanted)]
+    else:  # a heading's text, "## Results" of that level only; else its slug
+        title = (level.group(2) or "").strip() if level else wanted
+        named = [h for h in headings if not level or h.level == len(level.group(1))]
+        matches = [h for h in named if h.text == title] or [h for h in named if _slug(h.text) == _slug(title)]
     if len(matches) == 1:
         return matches[0]
     names = ", ".join("#" + h.anchor for h in (matches or headings)[:20]) or "none"

@@ -56,6 +56,13 @@ def test_anchors_are_demarkus_anchors(client):
     assert client.fetch(PATH + "#RESULTS-1", version=2).body == sections["#results-1"]
     with pytest.raises(ValueError, match="'#not-a-heading-code' is not a heading of /notes.md"):
         client.fetch(PATH + "#not-a-heading-code")
+    # As demarkus does, an anchor that is no heading's is tried as a heading's text.
+    assert client.fetch(PATH + "#Café *bold* `code` [link](http://x) & more!").body == \
+        sections["#café-bold-code-link--more"]
+    with pytest.raises(ValueError, match="'### Results' is not a heading"):  # the level must match
+        update_section(client, PATH, "### Results", "### Results\n")
+    assert update_section(client, PATH, "## Results-1", "## Results-1\n\nthird, edited\n\n").section == \
+        "#results-1-1"
 
 
 def test_a_missing_or_twice_named_section_is_an_error_and_nothing_is_written(client):
