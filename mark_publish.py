@@ -768,7 +768,8 @@ class MarkClient:
             self._link.close()
 
     def fetch(self, path: str, version: Optional[int] = None) -> MarkResponse:
-        """FETCH the current document, or `version` of it (cached: versions never change).
+        """FETCH the current document, or `version` of it (cached: versions never change;
+        a version this client published is known without a FETCH, with the metadata it sent).
 
         `path` may end in "#anchor" (as demarkus renders a heading's): the
         answer's body is then that section only, with the document's
@@ -807,10 +808,14 @@ class MarkClient:
             return self._versions[key]
         response = self.request("FETCH", f"{path}/v{version}")
         if response.status == "ok":
-            self._versions[key] = response
-            if len(self._versions) > _CACHED_VERSIONS:
-                self._versions.popitem(last=False)
+            self._keep(key, response)
         return response
+
+    def _keep(self, key: Tuple[str, int], response: MarkResponse) -> None:
+        """Remember version key[1] of document key[0], the least recently used going first."""
+        self._versions[key] = response
+        if len(self._versions) > _CACHED_VERSIONS:
+            self._versions.popitem(last=False)
 
     def publish(self, path: str, body: str, expected_version: Optional[int] = None,
                 metadata: Optional[Dict[str, str]] = None) -> MarkResponse:
@@ -993,6 +998,8 @@ class MarkClient:
             if version not in landed:
                 raise _may_have_landed(f"{verb} {path}: the server answered {response.status} as version "
                                        f"{version} to a write at expected-version {expected_version}", path)
+            if verb == "PUBLISH":  # that version is this body: the next edit of it needs no FETCH
+                self._keep((path, version), MarkResponse("ok", {**(metadata or {}), "version": str(version)}, body))
         return response
 
     def _stored(self, path: str, expected_version: int, stored_as: Callable[[int], str],

@@ -10,7 +10,7 @@ import responses
 
 import mark_publish as mp
 from mark_publish import (MarkClient, MarkError, MarkResponse, PublishResult,
-                          mark_append, mark_publish, merge_and_publish)
+                          mark_append, mark_publish, merge_and_publish, update_section)
 
 URL = "http://127.0.0.1:6309"
 TOKEN = "s3cret-token"
@@ -396,11 +396,22 @@ def test_reader_rejects_what_it_cannot_read(text):
 def test_body_starting_with_dashes_survives_both_ways(mock, client):
     body = "---\ntitle: not metadata\n---\n# Real body\n"
     add(mock, "PUBLISH", "/p", mark("created", version=1))
-    add(mock, "FETCH", "/p", mark("ok", body, version=1))
-    add(mock, "FETCH", "/p/v1", mark("ok", body, version=1, current_version=1))
+    add(mock, "FETCH", "/p", mark("ok", body, version=1))  # checked against v1, which this client wrote
     client.publish("/p", body, expected_version=0)
     assert sent(mock)[0][3] == body
     assert client.fetch("/p").body == body
+
+
+def test_a_version_this_client_published_is_known_without_a_fetch(mock, client):
+    doc = "# Doc\n\n## A\n\na\n\n## B\n\nb\n"
+    add(mock, "PUBLISH", "/p", mark("created", version=1))
+    add(mock, "PUBLISH", "/p", mark("created", version=2))
+    client.publish("/p", doc, expected_version=0, metadata={"title": "T"})
+    assert client.fetch("/p", version=1) == MarkResponse("ok", {"title": "T", "version": "1"}, doc)
+    res = update_section(client, "/p", "## B", "## B\n\nb, again\n", expected_version=1)
+    assert (res.status, res.version) == ("ok", 2)
+    assert [(verb, path, body) for verb, path, _, body in sent(mock)] == [
+        ("PUBLISH", "/p", doc), ("PUBLISH", "/p", doc.replace("b\n", "b, again\n"))]  # no FETCH at all
 
 
 def test_request_without_token_or_body_sends_empty_payload(mock):
