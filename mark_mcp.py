@@ -186,7 +186,9 @@ def create_server(host: Optional[str] = None, token: Optional[str] = None, verif
     return MCPServer("mark", version=__version__, tools=tools, instructions=(
         "Mark documents are versioned. Fetch a document, edit it, and publish it with the version you "
         "fetched as expected_version; pass on_conflict='merge' (or 'candidate') so that a writer who "
-        "published in between does not cost you your edit."))
+        "published in between does not cost you your edit. To change one section only, read it with "
+        "mark_fetch of url#anchor and write it with mark_update_section: writers of other sections never "
+        "conflict with you."))
 
 
 class _Documents:
