@@ -393,10 +393,11 @@ def _doubts(base: List[str], changes: List[_Change], clean: List[_Change]) -> se
         return set()
     ours, theirs, merged = map(gained, (*sides, clean))
     twice = {line for line, n in merged.items() if n > max(ours[line], theirs[line]) and line.strip()}
-    adding = [[k for k, c in enumerate(changes) if c.side == side and not twice.isdisjoint(line.rstrip("\n") for line in c.lines)]
+    adding = [[k for k, c in enumerate(changes)
+               if c.side == side and not twice.isdisjoint(line.rstrip("\n") for line in c.lines)]
               for side in (OURS, THEIRS)]
-    return {k for pair in product(*adding) for k in pair
-            if changes[pair[0]].zone_lo <= changes[pair[1]].zone_hi and changes[pair[1]].zone_lo <= changes[pair[0]].zone_hi}
+    return {k for x, y in product(*adding) for k in (x, y)
+            if changes[x].zone_lo <= changes[y].zone_hi and changes[y].zone_lo <= changes[x].zone_hi}
 
 
 # ------------------------------------------------------- the two-way diff (steps 1-2)
@@ -605,7 +606,8 @@ def _slide(a: Sequence, b: Sequence, hunks: List[Hunk]) -> List[Hunk]:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """`python -m diff3 OURS BASE THEIRS`: print the merge; exit 0 clean, 1 conflicts, 2 trouble."""
     parser = argparse.ArgumentParser(
-        prog="mark-diff3", description="Three-way merge of text files, written to stdout with git-style conflict markers.")
+        prog="mark-diff3",
+        description="Three-way merge of text files, written to stdout with git-style conflict markers.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     parser.add_argument("ours")
     parser.add_argument("base")

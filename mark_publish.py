@@ -680,7 +680,8 @@ def _find_section(text: str, section: str, where: str) -> _Heading:
         return matches[0]
     names = ", ".join("#" + h.anchor for h in (matches or headings)[:20]) or "none"
     if matches:
-        raise ValueError(f"section {section!r} names {len(matches)} headings of {where}; name one by its anchor: {names}")
+        raise ValueError(f"section {section!r} names {len(matches)} headings of {where}; "
+                         f"name one by its anchor: {names}")
     raise ValueError(f"section {section!r} is not a heading of {where}; its sections: {names}")
 
 
