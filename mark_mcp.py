@@ -150,8 +150,8 @@ UPDATE_SECTION_TOOL = {
         "properties": {
             "body": {"description": "the new section, its heading line included", "type": "string"},
             "expected_version": {
-                "description": "version number the section was read from; when given, a section changed "
-                               "since is merged instead of replaced",
+                "description": "version number the section was read from: pass it, so that a section "
+                               "someone changed since is merged, not replaced",
                 "type": "number",
             },
             "section": {"description": "heading text ('## Results', 'Results') or anchor ('#results')",

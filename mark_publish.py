@@ -334,7 +334,9 @@ def update_section(
     from), a section changed since then is merged three-way on its own:
     clean publishes (`merged: true`, `body`: the document published);
     overlap publishes nothing and returns `status: conflict` with the
-    document, markers in that section only.  Answers as `mark_publish`'s,
+    document, markers in that section only.  Without it the section
+    becomes `body` whatever it holds by then: pass the version you read,
+    so that another writer's edit of the section is merged, not replaced.  Answers as `mark_publish`'s,
     with `section` (the anchor).  Raises ValueError for a section that is
     missing or named twice, MarkError as `mark_publish` does.
     """
