@@ -56,9 +56,8 @@ def run_demo(quic: bool = False, mcp: bool = False, sections: bool = False) -> i
         with MarkClient(url, token=token, verify=verify) as seed:
             seed.publish("/notes.md", base, expected_version=0)
             write = (_agent if mcp else _writer)(url, token, verify)
-            section = (lambda name: f"## {name}") if sections else (lambda name: None)
-            answers = dict(zip(writers, together(*[lambda name=name: write(edits[name], section(name))
-                                                   for name in writers])))
+            answers = dict(zip(writers, together(*[
+                lambda name=name: write(edits[name], f"## {name}" if sections else None) for name in writers])))
             for name in writers:
                 print(f"=== {name} ===")
                 print(answers[name])
