@@ -668,7 +668,8 @@ def _slug(title: str) -> str:
 
 def _find_section(text: str, section: str, where: str) -> _Heading:
     """The heading `section` names in `text` ("## Results", "Results" or "#results");
-    ValueError, naming the section, when there is none or more than one."""
+    ValueError, naming the section and the anchors there are, when there is none or
+    more than one."""
     headings, wanted = _headings(text), section.strip()
     level = _ATX.match(wanted)
     if wanted.startswith("#") and not level:  # an anchor, then (as demarkus does) the slug of what follows "#"
@@ -680,11 +681,12 @@ def _find_section(text: str, section: str, where: str) -> _Heading:
         matches = [h for h in named if h.text == title] or [h for h in named if _slug(h.text) == _slug(title)]
     if len(matches) == 1:
         return matches[0]
-    names = ", ".join("#" + h.anchor for h in (matches or headings)[:20]) or "none"
     if matches:
+        names = ", ".join("#" + h.anchor for h in matches)
         raise ValueError(f"section {section!r} names {len(matches)} headings of {where}; "
                          f"name one by its anchor: {names}")
-    raise ValueError(f"section {section!r} is not a heading of {where}; its sections: {names}")
+    names = ", ".join(h.anchor for h in headings) or "(document has no headings)"
+    raise ValueError(f"section {wanted} not found in {where}; available anchors: {names}")  # demarkus's words
 
 
 # --------------------------------------------------------------- the client
@@ -776,7 +778,8 @@ class MarkClient:
 
         `path` may end in "#anchor" (as demarkus renders a heading's): the
         answer's body is then that section only, with the document's
-        metadata; ValueError, naming the section, when it is not there.
+        metadata and `section: #anchor`, as demarkus's client answers;
+        ValueError, naming the anchors there are, when it is not there.
 
         The current document's body is checked against the version its
         number names (read by number, and cached): the real server reads
@@ -791,7 +794,8 @@ class MarkClient:
             if page.status != "ok":
                 return page
             found = _find_section(page.body, hash_sign + anchor, path)
-            return page._replace(body=page.body[found.start:found.end])
+            return MarkResponse(page.status, {**page.metadata, "section": hash_sign + anchor},
+                                page.body[found.start:found.end])
         if version is None:
             latest = self.request("FETCH", path)
             number = latest.metadata.get("version", "")

@@ -51,15 +51,18 @@ def test_anchors_are_demarkus_anchors(client):
         "#underlined": "Underlined\n==========\n\nu\n\n#\n\nafter an empty heading\n",
     }
     for anchor, text in sections.items():
-        assert client.fetch(PATH + anchor).body == text, anchor
-        assert client.fetch(PATH + anchor).metadata["version"] == "2"
+        page = client.fetch(PATH + anchor)
+        assert page.body == text, anchor
+        assert (page.metadata["version"], page.metadata["section"]) == ("2", anchor)
     assert client.fetch(PATH + "#RESULTS-1", version=2).body == sections["#results-1"]
-    with pytest.raises(ValueError, match="'#not-a-heading-code' is not a heading of /notes.md"):
+    with pytest.raises(ValueError, match="section #not-a-heading-code not found in /notes.md; available anchors: "
+                                         "notes, results, detail, results-1, results-1-1, café-bold-code-link--more, "
+                                         "underlined$"):  # demarkus's words
         client.fetch(PATH + "#not-a-heading-code")
     # As demarkus does, an anchor that is no heading's is tried as a heading's text.
     assert client.fetch(PATH + "#Café *bold* `code` [link](http://x) & more!").body == \
         sections["#café-bold-code-link--more"]
-    with pytest.raises(ValueError, match="'### Results' is not a heading"):  # the level must match
+    with pytest.raises(ValueError, match="section ### Results not found"):  # the level must match
         update_section(client, PATH, "### Results", "### Results\n")
     assert update_section(client, PATH, "## Results-1", "## Results-1\n\nthird, edited\n\n").section == \
         "#results-1-1"
@@ -67,8 +70,8 @@ def test_anchors_are_demarkus_anchors(client):
 
 def test_a_missing_or_twice_named_section_is_an_error_and_nothing_is_written(client):
     client.publish(PATH, BASE + "## B\n\nanother B\n", 1)
-    with pytest.raises(ValueError, match=r"section '## E' is not a heading of /notes.md; its sections: #shared-notes, "
-                                         r"#a, #b, #c, #d, #b-1"):
+    with pytest.raises(ValueError, match="section ## E not found in /notes.md; available anchors: shared-notes, "
+                                         "a, b, c, d, b-1"):
         update_section(client, PATH, "## E", "## E\n\ne\n")
     with pytest.raises(ValueError, match="section 'B' names 2 headings of /notes.md; name one by its anchor: #b, #b-1"):
         update_section(client, PATH, "B", "## B\n\nnew\n")
@@ -157,7 +160,7 @@ def test_the_cli_writes_a_section(server, client, tmp_path, capsys, monkeypatch)
     assert capsys.readouterr().out == "status: ok\nversion: 2\nsection: #c\nmerged: false\n"
     assert current(client)[1] == BASE.replace("C's intro.", "C, from the command line.")
     assert mp.main(["--server", server.url, PATH, "--section", "#zz", "--file", str(body)]) == 2
-    assert "section '#zz' is not a heading of /notes.md" in capsys.readouterr().err
+    assert "section #zz not found in /notes.md" in capsys.readouterr().err
     for wrong in (["--section", "C", "--on-conflict", "merge"], []):  # --on-conflict is for whole documents
         with pytest.raises(SystemExit) as stopped:
             mp.main(["--server", server.url, PATH, "--file", str(body), *wrong])
@@ -169,17 +172,22 @@ def test_the_mcp_tools_read_and_write_one_section(server, client):
     async def run():
         async with Client(create_server(server.url, TOKEN)) as agent:
             read = await agent.call_tool("mark_fetch", {"url": PATH + "#c"})
+            absent = await agent.call_tool("mark_fetch", {"url": PATH + "#zz"})
             wrote = await agent.call_tool("mark_update_section", {
                 "url": PATH, "section": "## C", "body": "## C\n\nC, by an agent.\n\n", "expected_version": 1})
             missing = await agent.call_tool("mark_update_section", {"url": PATH, "section": "Z", "body": "## Z\n"})
             listed = await agent.call_tool("mark_list", {"url": "/#c"})
-            return read, wrote, missing, listed
+            return read, absent, wrote, missing, listed
 
-    read, wrote, missing, listed = anyio.run(run)
-    assert read.content[0].text.endswith("\n\n## C\n\nC's intro.\n\n") and "version: 1\n" in read.content[0].text
+    read, absent, wrote, missing, listed = anyio.run(run)
+    # As demarkus-mcp answers url#anchor: the document's answer, `section` added, that section for body.
+    assert read.content[0].text.startswith("status: ok\nversion: 1\nmodified: ")
+    assert read.content[0].text.endswith("\nsection: #c\n\n## C\n\nC's intro.\n\n")
+    assert absent.is_error and "section #zz not found in /notes.md; available anchors: shared-notes, a, b, c, d" \
+        in absent.content[0].text
     assert wrote.content[0].text == "status: ok\nversion: 2\nsection: #c\nmerged: false\n"
     assert wrote.structured_content == {"status": "ok", "version": 2, "section": "#c", "merged": False}
-    assert missing.is_error and "section 'Z' is not a heading of /notes.md" in missing.content[0].text
+    assert missing.is_error and "section Z not found in /notes.md" in missing.content[0].text
     assert listed.is_error and "without #c" in listed.content[0].text
     page = client.fetch(PATH)
     assert page.body == BASE.replace("C's intro.", "C, by an agent.") and page.metadata["agent"] == "mcp"
