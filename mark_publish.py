@@ -608,35 +608,39 @@ _ATX = re.compile(r" {0,3}(#{1,6})(?:[ \t]+(.*))?$")
 _SETEXT = re.compile(r" {0,3}(=+|-+)[ \t]*$")
 _BREAK = re.compile(r" {0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*$")  # a thematic break
 _CONTAINER = re.compile(r" {0,3}(?:[-+*]|[0-9]{1,9}[.)])(?:[ \t]|$)| {0,3}>")  # a list item or a quote
+_NESTING = re.compile(r"(?: {0,3}>[ \t]?| {0,3}(?:[-+*]|[0-9]{1,9}[.)])[ \t]+)*")  # the markers before a line
 _MARKUP = re.compile(r"!?\[([^\]]*)\]\([^)]*\)|<[^>]*>|(?<![A-Za-z0-9])_+|_+(?![A-Za-z0-9])")
 
 
 def _headings(text: str) -> List[_Heading]:
     """The document's headings, as demarkus's outline (CommonMark, by goldmark) finds them:
-    ATX ("## Results") and setext (a paragraph underlined with = or -) headings, never a
-    line in fenced or indented code.  Headings inside list items and quotes are not
-    looked for, and inline markup is stripped for anchors only as far as links, code,
-    HTML and _emphasis_ go."""
+    ATX ("## Results", in a list item or quote too) and setext (a paragraph underlined with
+    = or -) headings, never a line in fenced or indented code or an HTML comment.  Inline
+    markup is stripped for anchors only as far as links, code, HTML and _emphasis_ go."""
     found: List[Tuple[int, str, int]] = []  # (level, text, start)
     fence: Optional[str] = None  # the opening fence of the code block we are in
+    comment = False  # in an HTML comment, until its "-->"
     paragraph: List[str] = []  # the lines of the paragraph so far; it started at `start`
     start = offset = 0
     nested = False  # in a list item or quote, whose lines may go on lazily
     for line in text.splitlines(keepends=True):
         here, offset = offset, offset + len(line)
         line = line.rstrip("\r\n")
-        if fence:
-            closing = _FENCE.match(line)
-            if closing and closing.group(1).startswith(fence) and not line[closing.end():].strip():
-                fence = None
+        inner = line[_NESTING.match(line).end():]
+        if fence or comment:
+            closing = _FENCE.match(inner)
+            if comment and "-->" in line or fence and closing and closing.group(1).startswith(fence) \
+                    and not inner[closing.end():].strip():
+                fence, comment = None, False
             continue
         if paragraph and not nested and _SETEXT.match(line):  # the paragraph, underlined: a heading
             found.append((1 if "=" in line else 2, "".join(paragraph), start))
             paragraph = []
             continue
-        atx, opening = _ATX.match(line), _FENCE.match(line)
-        if not line.strip() or atx or opening or _BREAK.match(line):
-            paragraph, nested = [], False
+        atx, opening = _ATX.match(inner), _FENCE.match(inner)
+        opens_comment = inner.lstrip(" ").startswith("<!--") and "-->" not in inner.split("<!--", 1)[1]
+        if not line.strip() or atx or opening or opens_comment or _BREAK.match(line):
+            paragraph, nested, comment = [], False, opens_comment
             fence = opening.group(1) if opening else None
             title = re.sub(r"(?:^|[ \t]+)#+$", "", (atx.group(2) or "").strip()).strip() if atx else ""
             if title:  # an empty heading opens no section, as in demarkus

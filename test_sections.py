@@ -68,6 +68,17 @@ def test_anchors_are_demarkus_anchors(client):
         "#results-1-1"
 
 
+def test_headings_in_quotes_and_lists_count_and_in_comments_do_not(client):
+    doc = ("# T\n\n> ## Quoted\n> text\n\n- ## Listed\n- item\n\n<!--\n## commented out\n-->\n\n"
+           "> ```\n> ## quoted code\n> ```\n\n## Last\n")
+    client.publish(PATH, doc, 1)
+    assert client.fetch(PATH + "#quoted").body == "> ## Quoted\n> text\n\n"
+    assert client.fetch(PATH + "#listed").body == "- ## Listed\n- item\n\n<!--\n## commented out\n-->\n\n" \
+                                                  "> ```\n> ## quoted code\n> ```\n\n"
+    with pytest.raises(ValueError, match="available anchors: t, quoted, listed, last$"):
+        client.fetch(PATH + "#commented-out")
+
+
 def test_a_missing_or_twice_named_section_is_an_error_and_nothing_is_written(client):
     client.publish(PATH, BASE + "## B\n\nanother B\n", 1)
     with pytest.raises(ValueError, match="section ## E not found in /notes.md; available anchors: shared-notes, "
