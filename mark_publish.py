@@ -327,7 +327,7 @@ def update_section(
     `section` names a heading by its text ("## Results" or "Results") or by
     its anchor as demarkus renders it ("#results"; "#results-1" is the
     second "Results").  A section runs from its heading line to the next
-    heading of its level or higher; headings in fenced code do not count.
+    heading of its level or higher; headings in code and comments do not count.
     `body` is the new section, its heading line included.  Every attempt
     puts it into the latest version, so edits to other sections never
     conflict.  With `expected_version` (the version `body` was edited
