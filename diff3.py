@@ -473,7 +473,9 @@ def _anchored(a: Sequence, b: Sequence, i: int, i_end: int, j: int, j_end: int, 
                 next_a += 1
             while next_b < j_end and b[next_b] not in anchors:
                 next_b += 1
-            if next_a < i_end and a[next_a] != b[next_b]:
+            # One side holds an anchor the other has passed (a lone change took it), or
+            # they hold different ones: a line moved.
+            if (next_a < i_end) != (next_b < j_end) or next_a < i_end and a[next_a] != b[next_b]:
                 chain_left = _patience(a, b, i, i_end, j, j_end, anchors)
                 continue
             anchor = (next_a, next_b)

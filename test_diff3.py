@@ -412,6 +412,17 @@ def mutate(rng, text):
     return "\n".join(lines)
 
 
+def test_an_anchor_taken_by_a_lone_change_reads_as_a_move():
+    # b's "L" is read as replacing "Y1" (four equal lines follow), so a's "L",
+    # further on, is an anchor b has passed: this once read past b's end.
+    a = ["X", "M", "Y1", "A1", "A2", "A3", "A4", "A5", "Q", "L", "R"]
+    b = ["Z", "M", "L", "A1", "A2", "A3", "A4", "A5", "Q'", "S"]
+    assert apply_hunks(a, b, get_hunks(a, b)) == b
+    base, ours = ("".join(line + "\n" for line in text) for text in (a, b))
+    assert diff3(base, ours, base) == (ours, False)
+    assert diff3(base, ours, base.replace("R\n", "R, theirs\n")).had_conflict
+
+
 def test_properties_on_random_triples():
     rng = random.Random(20261202)
     for _ in range(3000):
