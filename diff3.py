@@ -44,9 +44,10 @@ conflict.  The rule, step by step:
    hunk inside it and any insertion or grown zone that meets it (`_groups`);
    in style "merge" the lines both sides of a block share are taken out of
    it, splitting it, as git's "zealous" merge does.
-8. A safety net checks what merged cleanly: where hunks of both sides, with
-   touching zones, add a non-blank line that the merge then holds more often
-   than ours and theirs each, they become one block that shows them whole.
+8. A safety net checks what merged cleanly: where hunks of both sides add a
+   non-blank line that the merge then holds more often than ours and theirs
+   each, and their zones touch or both sides took that line from base (each
+   moved it elsewhere), they become one block that shows them whole.
 
 Lines are split on "\\n" only and keep their endings, so CRLF documents come
 back byte-identical where nothing changed; a last line without a newline gets
@@ -377,9 +378,9 @@ def _apply(base: List[str], lo: int, hi: int, changes: List[_Change]) -> List[st
 
 
 def _doubts(base: List[str], changes: List[_Change], clean: List[_Change]) -> set:
-    """The safety net (step 8): changes of both sides, with touching zones, that add a
-    non-blank line the clean part of the merge holds more often than ours and theirs each
-    (then one edit was read at two places)."""
+    """The safety net (step 8): changes of both sides that add a non-blank line the clean
+    part of the merge holds more often than ours and theirs each (then one edit was read
+    at two places), where their zones touch or both sides took that line from base."""
     def gained(some: List[_Change]) -> Counter:
         tally = Counter(line.rstrip("\n") for c in some for line in c.lines)
         tally.subtract(line.rstrip("\n") for c in some for line in base[c.lo:c.hi])
@@ -393,11 +394,13 @@ def _doubts(base: List[str], changes: List[_Change], clean: List[_Change]) -> se
         return set()
     ours, theirs, merged = map(gained, (*sides, clean))
     twice = {line for line, n in merged.items() if n > max(ours[line], theirs[line]) and line.strip()}
-    adding = [[k for k, c in enumerate(changes)
-               if c.side == side and not twice.isdisjoint(line.rstrip("\n") for line in c.lines)]
-              for side in (OURS, THEIRS)]
+    taken = [{line.rstrip("\n") for c in side for line in base[c.lo:c.hi]} for side in sides]
+    moved = twice & taken[0] & taken[1]  # a line both sides moved, each to its own place
+    adds = [{line.rstrip("\n") for line in c.lines} & twice for c in changes]
+    adding = [[k for k, c in enumerate(changes) if c.side == side and adds[k]] for side in (OURS, THEIRS)]
     return {k for x, y in product(*adding) for k in (x, y)
-            if changes[x].zone_lo <= changes[y].zone_hi and changes[y].zone_lo <= changes[x].zone_hi}
+            if changes[x].zone_lo <= changes[y].zone_hi and changes[y].zone_lo <= changes[x].zone_hi
+            or not moved.isdisjoint(adds[x] & adds[y])}
 
 
 # ------------------------------------------------------- the two-way diff (steps 1-2)

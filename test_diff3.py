@@ -113,6 +113,10 @@ REPRODUCTIONS = [
      "".join(f"{c}\n" for c in "1234ABC56GHIJ789"),
      "1\n2\n3\n4\n" + START + "".join(f"{c}\n" for c in "ABCDEFGHIJ") + SEPARATOR
      + "".join(f"{c}\n" for c in "ABC56GHIJ") + END + "7\n8\n9\n", True),
+    # Clean with "- one" twice until the safety net knew a line both sides moved, each elsewhere.
+    ("one list item moved to two places", "# T\n\n- one\n- two\n- three\n- four\n",
+     "# T\n\n- two\n- three\n- one\n- four\n", "# T\n\n- two\n- one\n- three\n- four\n",
+     f"# T\n\n- two\n{START}- three\n- one\n{SEPARATOR}- one\n- three\n{END}- four\n", True),
 ]
 
 
