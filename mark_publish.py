@@ -676,6 +676,8 @@ def _find_section(text: str, section: str, where: str) -> _Heading:
     more than one."""
     headings, wanted = _headings(text), section.strip()
     level = _ATX.match(wanted)
+    if level and not (level.group(2) or "").strip():
+        level = None  # "#" alone names the empty anchor: a heading with no letters or digits
     if wanted.startswith("#") and not level:  # an anchor, then (as demarkus does) the slug of what follows "#"
         matches = [h for h in headings if h.anchor.lower() == wanted[1:].lower()] or \
                   [h for h in headings if h.anchor == _slug(wanted[1:])]

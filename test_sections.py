@@ -77,6 +77,8 @@ def test_headings_in_quotes_and_lists_count_and_in_comments_do_not(client):
                                                   "> ```\n> ## quoted code\n> ```\n\n"
     with pytest.raises(ValueError, match="available anchors: t, quoted, listed, last$"):
         client.fetch(PATH + "#commented-out")
+    client.publish(PATH, "# T\n\n## ???\n\nq\n", 2)
+    assert client.fetch(PATH + "#").body == "## ???\n\nq\n"  # no letters: the empty anchor, as in demarkus
 
 
 def test_a_missing_or_twice_named_section_is_an_error_and_nothing_is_written(client):
