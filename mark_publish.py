@@ -84,7 +84,7 @@ import random
 import re
 import sys
 import time
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from dataclasses import dataclass, fields
 from http.client import RemoteDisconnected
 from typing import Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
@@ -93,7 +93,7 @@ from urllib.parse import quote, urlsplit
 import requests
 from urllib3 import exceptions as urllib3_exceptions
 
-from diff3 import diff3
+from diff3 import diff3, split_lines
 
 __version__ = "0.2.0"  # the release this file is from; vendored copies keep saying it
 __all__ = [
@@ -242,7 +242,9 @@ def after_conflict(
         if current == expected_version + 1:
             return PublishResult("ok", version=current, merged=False)
         repair = _repair(client, path, mine, current, max_retries, metadata, repairs, keep=False)
-        if repair.kind == "ok":  # it could not be undone, only merged with: the edit is in
+        edited = _base(client, path, expected_version)
+        # It could not be undone, only merged with; or writers who built on it kept it: the edit is in.
+        if repair.kind == "ok" or edited is not None and _carries(repair.text, edited, body):
             return PublishResult("ok", version=repair.version, merged=True, base_version=expected_version,
                                  their_version=repair.their_version, repaired=repairs[0], body=repair.text)
         current = repair.version
@@ -586,6 +588,14 @@ def _current_version(client: MarkClient, path: str) -> int:
     if latest.status != "ok":
         raise MarkError.from_response(latest, f"FETCH {path}")
     return _int_field(latest, "version")
+
+
+def _carries(text: str, before: str, after: str) -> bool:
+    """Whether `text` holds the edit from `before` to `after`, line for line: as many of each
+    line it added, and no more of each line it removed."""
+    was, now, held = (Counter(split_lines(t)) for t in (before, after, text))
+    return all(held[line] >= n for line, n in now.items() if n > was[line]) and \
+        all(held[line] <= now[line] for line, n in was.items() if n > now[line])
 
 
 def _first(repairs: List[int]) -> Optional[int]:

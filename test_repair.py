@@ -292,3 +292,29 @@ def test_a_section_write_whose_answer_was_lost_is_found(fake, client):
     assert server.versions == [SECTIONED, SECTIONED.replace("End.", "End, ours.")]
     assert res.to_text() == "status: ok\nversion: 2\nsection: #two\nmerged: false\n"
     assert server.publishes() == ["/p"]  # found by reading back, not sent twice
+
+
+
+def test_fail_mode_answers_ok_when_writers_who_built_on_its_stale_write_kept_it(fake, client):
+    ours = BASE.replace("Intro.\n", "Intro.\nOurs.\n")
+    rewrites = lambda who: lambda fake: fake.versions.append(fake.versions[-1].replace("Intro.", f"Intro, {who}."))
+    server = fake(BASE)
+    # Ours lands as v3 over their v2, its answer lost; X rewrites the intro on v3 (ours with it) while
+    # ours is being undone, Y on the undone version.  X's and Y's lines meet, so both are kept, X's
+    # first, and X's version brings ours back: ours is in the document, and the answer says ok.
+    server.race = [lands(THEIRS), rewrites("X"), rewrites("Y")]
+    server.lose_answer = True
+    res = mark_publish(client, "/p", ours, 1)
+    final = server.versions[-1]
+    assert final == BASE.replace("Intro.\n", "Intro, X.\nOurs.\nIntro, Y.\n").replace("End.", "End, theirs.")
+    assert (res.status, res.merged, res.repaired, res.body) == ("ok", True, 2, final)
+
+
+def test_fail_mode_undoes_its_stale_write_under_a_writer_who_built_on_it(fake, client):
+    ours = BASE.replace("Intro.\n", "Intro.\nOurs.\n")
+    server = fake(BASE)
+    server.race = [lands(THEIRS), lambda fake: fake.versions.append(fake.versions[-1].replace("Intro.", "Intro, X."))]
+    res = mark_publish(client, "/p", ours, 1)
+    final = server.versions[-1]  # X's edit and theirs stay, ours (which X found in v3) goes
+    assert final == BASE.replace("Intro.", "Intro, X.").replace("End.", "End, theirs.")
+    assert (res.status, res.current_version, res.repaired) == ("conflict", len(server.versions), 2)
