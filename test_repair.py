@@ -9,6 +9,8 @@ another writer was told was published is missing when the call returns.
 """
 
 import hashlib
+import itertools
+import random
 import re
 
 import pytest
@@ -17,6 +19,7 @@ import responses
 
 import mark_publish as mp
 from mark_publish import MarkClient, MarkError, mark_publish, merge_and_publish, update_section
+from testkit import add_line, section_of, sectioned_document
 
 URL = "http://127.0.0.1:6309"
 TOKEN = "repair-test-token"
@@ -318,3 +321,44 @@ def test_fail_mode_undoes_its_stale_write_under_a_writer_who_built_on_it(fake, c
     final = server.versions[-1]  # X's edit and theirs stay, ours (which X found in v3) goes
     assert final == BASE.replace("Intro.", "Intro, X.").replace("End.", "End, theirs.")
     assert (res.status, res.current_version, res.repaired) == ("conflict", len(server.versions), 2)
+
+
+def test_random_races_lose_nothing_and_answer_truly(monkeypatch):
+    """Writers land at random between our checks and writes, after our reads, and answers get
+    lost: whatever the call answers, every line another writer was told landed is in the
+    document, and the call's own line is there exactly when it answers ok (or when its
+    unpublished candidate is the document as it is)."""
+    monkeypatch.setattr(mp, "RETRY_PAUSE", 0)
+    rng = random.Random(16)  # its races once made a fail-mode call answer conflict for an edit in place
+    for case in range(400):
+        told, count = [], itertools.count()
+
+        def lands_now(fake):
+            line, latest = f"other {next(count)}", fake.versions[-1]
+            if rng.random() < 0.3 and "\nW0's intro.\n" in latest:  # the line ours may edit too
+                fake.versions.append(latest.replace("\nW0's intro.\n", f"\n{line}\n"))
+            else:
+                fake.versions.append(add_line(latest, rng.choice(["W1", "W2"]), line))
+            told.append(line)
+
+        with responses.RequestsMock(assert_all_requests_are_fired=False) as mock, \
+                MarkClient(URL, token=TOKEN) as client:
+            server = FakeMark(mock, sectioned_document(["W0", "W1", "W2"]))
+            for _ in range(rng.randint(0, 3)):
+                lands_now(server)
+            expected = rng.randint(1, len(server.versions))
+            edited, line = server.versions[expected - 1], f"ours {case}"
+            ours = (edited.replace("\nW0's intro.\n", f"\n{line}\n")
+                    if rng.random() < 0.4 and "\nW0's intro.\n" in edited else add_line(edited, "W0", line))
+            server.race = [lands_now if rng.random() < 0.5 else None for _ in range(rng.randint(0, 4))]
+            server.lose_answer = rng.random() < 0.15
+            server.after_fetch = {rng.choice(["/p", f"/p/v{rng.randint(1, expected + 3)}"]): lands_now}
+            mode = rng.choice(["merge", "fail", "candidate", "section"])
+            if mode == "section":
+                res = update_section(client, "/p", "## W0", section_of(ours, "W0"), expected_version=expected)
+            else:
+                res = mark_publish(client, "/p", ours, expected, on_conflict=mode)
+        final = server.versions[-1]
+        assert [told_line for told_line in told if f"\n{told_line}\n" not in final] == [], case
+        published = f"\n{line}\n" in final
+        assert published == (res.status == "ok") or res.status == "merge-candidate" and res.body == final, case
