@@ -337,10 +337,12 @@ def update_section(
     clean publishes (`merged: true`, `body`: the document published);
     overlap publishes nothing and returns `status: conflict` with the
     document, markers in that section only.  Without it the section
-    becomes `body` whatever it holds by then: pass the version you read,
-    so that another writer's edit of the section is merged, not replaced.  Answers as `mark_publish`'s,
-    with `section` (the anchor).  Raises ValueError for a section that is
-    missing or named twice, MarkError as `mark_publish` does.
+    becomes `body` whatever it holds when the call starts (a writer who
+    changes it during the call is merged with): pass the version you
+    read, so that an edit made since is merged too, not replaced.
+    Answers as `mark_publish`'s, with `section` (the anchor).  Raises
+    ValueError for a section that is missing or named twice, MarkError
+    as `mark_publish` does.
     """
     _check_path(path)
     _check_body(body)
@@ -353,15 +355,15 @@ def update_section(
     _check_int("max_retries", max_retries, minimum=1)
     if [h.start for h in _headings(body)[:1]] != [0]:
         raise ValueError(f"body must start with the section's heading line, such as '## Results', not {body[:40]!r}")
-    then = None  # the section as it was at expected_version
-    if expected_version is None:
-        current = _current_version(client, path)
-    else:  # the first attempt goes out against that version, as mark_publish's does
-        edited = _base(client, path, expected_version)
-        if edited is None:
-            return _base_unavailable(client, path, expected_version)
-        found = _find_section(edited, section, f"{path}/v{expected_version}")
-        current, then = expected_version, edited[found.start:found.end]
+    # The section is replaced as it was in the version the caller edited, else in the newest one
+    # now; the first attempt goes out against that version, as mark_publish's does.  Whoever
+    # changes the section after it is merged with, never overwritten.
+    since = _current_version(client, path) if expected_version is None else expected_version
+    edited = _base(client, path, since)
+    if edited is None:
+        return _base_unavailable(client, path, since)
+    found = _find_section(edited, section, path if expected_version is None else f"{path}/v{since}")
+    then = edited[found.start:found.end]
     last: Dict[str, object] = {}  # what the latest attempt did: the section's anchor, and whether it merged
 
     def put(_base: str, _ours: str, latest: str) -> Tuple[str, bool]:
@@ -369,7 +371,7 @@ def update_section(
         section there where it changed since `then` (the loop's base and ours go unused)."""
         found = _find_section(latest, section, path)
         now = latest[found.start:found.end]
-        merging = then is not None and now != then
+        merging = now != then
         new, overlap = diff3(then, body, now) if merging else (body, False)
         if found.end < len(latest) and not new.endswith("\n"):  # end it as the document's lines end
             new += "\r\n" if latest.partition("\n")[0].endswith("\r") else "\n"
@@ -380,13 +382,13 @@ def update_section(
 
     repairs: List[int] = []
     # The first attempt is the write; max_retries more may follow, as in mark_publish.
-    outcome = _publish_change(client, path, "", body, current, None, max_retries + 1, metadata, repairs, put)
+    outcome = _publish_change(client, path, "", body, since, None, max_retries + 1, metadata, repairs, put)
     anchor = last["anchor"]
     if outcome.kind == "ok" and not last["merged"] and not repairs:
         return PublishResult("ok", version=outcome.version, section=anchor, merged=False)
     if outcome.kind == "ok":
         return PublishResult("ok", version=outcome.version, section=anchor, merged=True,
-                             base_version=expected_version, their_version=outcome.their_version,
+                             base_version=since, their_version=outcome.their_version,
                              repaired=_first(repairs), body=outcome.text)
     if outcome.kind == "overlap":
         return PublishResult("conflict", section=anchor, your_version=expected_version,

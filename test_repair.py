@@ -362,3 +362,14 @@ def test_random_races_lose_nothing_and_answer_truly(monkeypatch):
         assert [told_line for told_line in told if f"\n{told_line}\n" not in final] == [], case
         published = f"\n{line}\n" in final
         assert published == (res.status == "ok") or res.status == "merge-candidate" and res.body == final, case
+
+
+def test_a_section_write_without_a_version_merges_with_a_writer_during_the_call(fake, client):
+    doc = "# Doc\n\n## One\n\nFirst.\n\nSecond.\n\n## Two\n\nEnd.\n"
+    theirs = doc.replace("Second.", "Second, theirs.")
+    server = fake(doc)
+    server.after_fetch = {"/p": lands(theirs)}  # lands right after the call reads the newest version
+    res = update_section(client, "/p", "## One", "## One\n\nFirst, ours.\n\nSecond.\n\n")
+    both = theirs.replace("First.", "First, ours.")
+    assert server.versions == [doc, theirs, both]
+    assert (res.status, res.merged, res.base_version, res.their_version) == ("ok", True, 1, 2)
