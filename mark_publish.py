@@ -229,8 +229,10 @@ def after_conflict(
     is a retry of a publish that landed (`status: ok`); later, it was
     stored over the versions in between (the real server's stale write),
     and the version just before it is restored before anything else (see
-    `_repair`).  Then "merge" runs the merge loop, "candidate" merges once
-    and publishes nothing, "fail" answers the conflict.
+    `_repair`); if the document then still carries the edit (writers who
+    built on the stale write kept it), the answer is `ok`.  Then "merge"
+    runs the merge loop, "candidate" merges once and publishes nothing,
+    "fail" answers the conflict.
     """
     _check_publish(path, body, expected_version, max_retries, on_conflict)
     current = _int_field(conflict, "server-version")
