@@ -462,8 +462,8 @@ def test_cli_help_explains_every_option(capsys):
     with pytest.raises(SystemExit):
         mp.main(["--help"])
     shown = capsys.readouterr().out
-    for option in ("--server", "--insecure", "--expected-version", "--on-conflict", "--max-retries", "--file",
-                   "--timeout"):  # each with words after it: on its line, or on the next
+    for option in ("--server", "--insecure", "--expected-version", "--on-conflict", "--section", "--max-retries",
+                   "--file", "--timeout"):  # each with words after it: on its line, or on the next
         assert re.search(rf"^  {option}( \S+)?  +\w|^  {option}.*\n {{20,}}\w", shown, re.M), option
 
 
