@@ -407,7 +407,7 @@ def _doubts(base: List[str], changes: List[_Change], clean: List[_Change]) -> se
 
 _SMALL_GAP = 4096  # lines of one side times the other's, after setting aside, that a gap is diffed whole
 _WINDOW = 8  # lines of each side the first window on a huge gap takes
-_PROBE = 4  # equal lines after a line replaced, added or removed that make it so without anchors
+_PROBE = 2  # equal lines after a line replaced, added or removed that make it so without anchors
 
 
 def _matching_blocks(a: Sequence, b: Sequence) -> List[Tuple[int, int, int]]:
