@@ -369,8 +369,8 @@ def publish_round(url: str, token: str, verify, writer: str, edits: int, mode: s
 
     setattr(owner, "exchange" if client._link else "_exchange", counted)
     with client:
-        publish = {"merge": merge_publish, "naive": naive_publish, "section": section_write(writer)}[mode]
-        outcomes = write_rounds(client, path, writer, edits, publish)
+        publish = {"merge": merge_publish, "naive": naive_publish, "section": section_publish(writer)}[mode]
+        outcomes = write_rounds(client, path, writer, edits, reported(publish))
     return {"landed": [line for line, result, _ in outcomes if result.status == "ok"],
             "escalated": sum(result.status == "conflict" for _, result, _ in outcomes),
             "raised": sum(result.status == "raised" for _, result, _ in outcomes),
@@ -378,35 +378,27 @@ def publish_round(url: str, token: str, verify, writer: str, edits: int, mode: s
             "latencies": [seconds for _, _, seconds in outcomes], **counts}
 
 
-def merge_publish(client: MarkClient, path: str, body: str, version: int):
-    try:
-        return mark_publish(client, path, body, version, on_conflict="merge")
-    except MarkError as error:
-        return PublishResult("raised", reason=error.status)
-
-
-def section_write(writer: str):
-    """The section writer: update_section with its own section only, edited from `version`."""
-    publish = section_publish(writer)
-
-    def write(client: MarkClient, path: str, body: str, version: int):
+def reported(publish):
+    """`publish`, with a MarkError it raises counted as a result: status "raised"."""
+    def call(client: MarkClient, path: str, body: str, version: int):
         try:
             return publish(client, path, body, version)
         except MarkError as error:
             return PublishResult("raised", reason=error.status)
 
-    return write
+    return call
+
+
+def merge_publish(client: MarkClient, path: str, body: str, version: int):
+    return mark_publish(client, path, body, version, on_conflict="merge")
 
 
 def naive_publish(client: MarkClient, path: str, body: str, version: int):
     """The naive caller: on conflict, re-read the version number and re-publish its stale body."""
-    try:
-        result = mark_publish(client, path, body, version)
-        while result.status == "conflict":
-            result = mark_publish(client, path, body, int(client.request("FETCH", path).metadata["version"]))
-        return result
-    except MarkError as error:
-        return PublishResult("raised", reason=error.status)
+    result = mark_publish(client, path, body, version)
+    while result.status == "conflict":
+        result = mark_publish(client, path, body, int(client.request("FETCH", path).metadata["version"]))
+    return result
 
 
 def publish_row(label: str, url: str, token: str, verify, writers: int, mode: str, edits: int) -> str:

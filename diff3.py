@@ -169,18 +169,17 @@ def _merge(base: List[str], ours: List[str], theirs: List[str], markers: tuple) 
     `markers`: the lines that frame a block, and whether blocks show base lines."""
     count = Counter(base)
     changes = sorted(_changes(base, ours, OURS, count) + _changes(base, theirs, THEIRS, count))
-    gain: List[Counter] = []  # how many more times than base each side holds a line, made on first need
+    gains: List[Counter] = []  # each side's _gained, made on first need
 
     def firm(i: int) -> bool:  # step 6
         if not 0 <= i < len(base):
             return True
         if base[i].isspace() or count[base[i]] != 1:
             return False
-        if not gain:
-            for side in (OURS, THEIRS):
-                gain.append(Counter(chain.from_iterable(c.lines for c in changes if c.side == side)))
-                gain[side].subtract(chain.from_iterable(base[c.lo:c.hi] for c in changes if c.side == side))
-        return gain[OURS][base[i]] <= 0 and gain[THEIRS][base[i]] <= 0
+        if not gains:
+            gains.extend(_gained(base, [c for c in changes if c.side == side]) for side in (OURS, THEIRS))
+        key = base[i].rstrip("\n")
+        return gains[OURS][key] <= 0 and gains[THEIRS][key] <= 0
 
     links = _links(changes, firm, len(base))
     tied: set = set()  # changes the safety net put in one block
@@ -381,18 +380,13 @@ def _doubts(base: List[str], changes: List[_Change], clean: List[_Change]) -> se
     """The safety net (step 8): changes of both sides that add a non-blank line the clean
     part of the merge holds more often than ours and theirs each (then one edit was read
     at two places), where their zones touch or both sides took that line from base."""
-    def gained(some: List[_Change]) -> Counter:
-        tally = Counter(line.rstrip("\n") for c in some for line in c.lines)
-        tally.subtract(line.rstrip("\n") for c in some for line in base[c.lo:c.hi])
-        return tally
-
     sides = [[c for c in changes if c.side == side] for side in (OURS, THEIRS)]
     added = [set(chain.from_iterable(c.lines for c in side)) for side in sides]
     for lines, side in zip(added, sides):  # only a text's last line can lack its newline
         lines.update(line + "\n" for c in side[-1:] for line in c.lines[-1:] if not line.endswith("\n"))
     if all(line.isspace() or not line.endswith("\n") for line in added[0] & added[1]):
         return set()
-    ours, theirs, merged = map(gained, (*sides, clean))
+    ours, theirs, merged = (_gained(base, some) for some in (*sides, clean))
     twice = {line for line, n in merged.items() if n > max(ours[line], theirs[line]) and line.strip()}
     taken = [{line.rstrip("\n") for c in side for line in base[c.lo:c.hi]} for side in sides]
     moved = twice & taken[0] & taken[1]  # a line both sides moved, each to its own place
@@ -401,6 +395,14 @@ def _doubts(base: List[str], changes: List[_Change], clean: List[_Change]) -> se
     return {k for x, y in product(*adding) for k in (x, y)
             if changes[x].zone_lo <= changes[y].zone_hi and changes[y].zone_lo <= changes[x].zone_hi
             or not moved.isdisjoint(adds[x] & adds[y])}
+
+
+def _gained(base: List[str], changes: List[_Change]) -> Counter:
+    """How many more times than base the changes hold each line, its newline aside
+    (a text's last line may lack one)."""
+    tally = Counter(line.rstrip("\n") for c in changes for line in c.lines)
+    tally.subtract(line.rstrip("\n") for c in changes for line in base[c.lo:c.hi])
+    return tally
 
 
 # ------------------------------------------------------- the two-way diff (steps 1-2)
