@@ -10,50 +10,45 @@
     $ python -m diff3 OURS BASE THEIRS      # or mark-diff3; exit 0 clean, 1 conflicts, 2 trouble
 
 A change one side made to *base* is taken, the same change made by both
-appears once, and changes of both sides that meet become a conflict block,
-"<<<<<<< ours", ours' lines, ("||||||| base", base lines, with
-style="diff3"), "=======", theirs' lines, ">>>>>>> theirs", and
-`had_conflict` is True.  A clean merge is published with no one looking, so
-where the place of an edit beside the other side's is in doubt, the two
-conflict.  The rule, step by step:
+appears once, and changes of both sides that meet become a conflict block
+("<<<<<<< ours", ours' lines, with style="diff3" "||||||| base" and base's,
+"=======", theirs' lines, ">>>>>>> theirs") and set `had_conflict`.  A clean
+merge is published with no one looking, so where an edit's place beside the
+other side's is in doubt, the two conflict.  The rule, step by step:
 
 1. `get_hunks` diffs base against each side: a line replaced, added or
    removed alone between equal lines is taken as such; elsewhere it anchors
    on lines found once in both, in their longest common order (patience
    diff), and `difflib.SequenceMatcher` pairs the lines both hold between
    anchors, a few at a time where no anchor is near.
-2. Each pure insertion or deletion slides to one canonical place: up onto
-   the hunk above if it can reach it, else as far down as it goes, so the
-   same change made by both sides sits at one place.
-3. A hunk's *zone* is everywhere another diff of the same texts could put
-   it: its base lines, grown over the lines beside them equal to one it
-   removed or added, past the side's insertions, up to its next hunk that
-   changes lines (`_changes`).
-4. Unless the hunk edits its lines in place (a ticked box stays that box),
-   its zone also grows over each copy of a non-blank line it removed, up to
-   the unique lines around it that the side keeps: which of two equal
-   sections went is not known (`_copies`).
+2. Each pure insertion or deletion slides up onto the hunk above if it can
+   reach it, else as far down as it goes, so the same change by both sides
+   sits at one place.
+3. A hunk's *zone* is everywhere another diff could put it: its base lines,
+   grown over the lines beside them equal to one it removed or added, up
+   to the side's nearest hunks that change lines (`_changes`).
+4. Unless it edits its lines in place (a ticked box stays that box), a zone
+   also grows over each copy of a non-blank line the hunk removed, up to the
+   unique lines around it that the side keeps (`_copies`).
 5. Hunks of the two sides conflict when one changes a line inside the
    other's zone or inserts strictly inside it, when both insert at one
    point, or when their zones share a line; identical hunks merge once.
-6. Hunks whose zones only touch merge cleanly where both base lines at the
-   boundary are *firm* (non-blank, once in base and at most once in each
-   side, or the file's edge); an insertion beside the other side's removal
-   also needs a line beyond it (`_meet`).
-7. Conflicting hunks make one block over their zones, which takes in any
-   hunk inside it and any insertion or grown zone that meets it (`_groups`);
-   in style "merge" the lines both sides of a block share are taken out of
-   it, splitting it, as git's "zealous" merge does.
-8. A safety net checks what merged cleanly: where hunks of both sides add a
-   non-blank line that the merge then holds more often than ours and theirs
-   each, and their zones touch or both sides took that line from base (each
-   moved it elsewhere), they become one block that shows them whole.
+6. Zones that only touch merge cleanly where both base lines at the boundary
+   are *firm* (non-blank, once in base and at most once in each side, or the
+   file's edge), and an insertion beside a removal has a line beyond it
+   (`_meet`).
+7. Conflicting hunks make one block over their zones, taking in any hunk or
+   insertion that meets it (`_groups`); style "merge" leaves out of the block
+   the lines both sides of it share, as git's "zealous" merge does.
+8. A safety net checks the clean part: hunks of both sides that add a
+   non-blank line the merge holds more often than ours and theirs each, where
+   their zones touch or both took that line from base, become one block
+   (`_doubts`).
 
 Lines are split on "\\n" only and keep their endings, so CRLF documents come
 back byte-identical where nothing changed; a last line without a newline gets
-one when anything follows it, and marker lines use the document's line
-ending.  `had_conflict` comes from the rule, never from a search for
-markers, so a document may contain "=======".
+one when anything follows it, and markers use the document's line ending.
+`had_conflict` comes from the rule, never from a search for markers.
 """
 
 
@@ -62,9 +57,9 @@ import bisect
 import difflib
 import heapq
 import sys
-from collections import Counter
+from collections import Counter, namedtuple
 from itertools import chain, compress, product
-from operator import add, eq, itemgetter, sub
+from operator import add, eq, itemgetter, ne, sub
 from typing import Callable, Container, List, NamedTuple, Optional, Sequence, Tuple
 
 __version__ = "0.2.0"  # the release this file is from; vendored copies keep saying it
@@ -119,8 +114,13 @@ def get_hunks(a: Sequence, b: Sequence) -> List[Hunk]:
     least one equal element, and each pure insertion or deletion sits at its
     canonical place (step 2 of the rule).
     """
+    n, m = len(a), len(b)
+    head = _run(a, b, 0, 0, min(n, m))
+    tail = _run(a[::-1], b[::-1], 0, 0, min(n, m) - head)
+    blocks = [(0, 0, head)]  # (i, j, size): a[i:i+size] == b[j:j+size]
+    _anchored(a, b, head, n - tail, head, m - tail, blocks)
     hunks, i, j = [], 0, 0
-    for block_i, block_j, size in chain(_matching_blocks(a, b), [(len(a), len(b), 0)]):
+    for block_i, block_j, size in blocks + [(n - tail, m - tail, tail)]:
         if block_i > i or block_j > j:
             hunks.append((i, block_i, j, block_j))
         i, j = block_i + size, block_j + size
@@ -151,22 +151,13 @@ def join_lines(lines: Sequence[str], eol: str) -> str:
 # ------------------------------------------------------- the merge (steps 3-8)
 
 OURS, THEIRS = 0, 1  # the two sides, as a change's `side`
-
-
-class _Change(NamedTuple):
-    """One side's hunk: base[lo:hi] became `lines`; base[zone_lo:zone_hi] is its zone."""
-
-    lo: int
-    hi: int
-    side: int
-    lines: List[str]
-    zone_lo: int
-    zone_hi: int
+# One side's hunk: base[lo:hi] became `lines`; base[zone_lo:zone_hi] is its zone.
+_Change = namedtuple("_Change", "lo hi side lines zone_lo zone_hi")
 
 
 def _merge(base: List[str], ours: List[str], theirs: List[str], markers: tuple) -> Tuple[List[str], bool]:
-    """Merge three line lists; returns the merged lines and whether any conflicted.
-    `markers`: the lines that frame a block, and whether blocks show base lines."""
+    """The merged lines and whether any conflicted; `markers` frame a block (the
+    last says whether blocks show base lines)."""
     count = Counter(base)
     changes = sorted(_changes(base, ours, OURS, count) + _changes(base, theirs, THEIRS, count))
     gains: List[Counter] = []  # each side's _gained, made on first need
@@ -178,14 +169,12 @@ def _merge(base: List[str], ours: List[str], theirs: List[str], markers: tuple) 
             return False
         if not gains:
             gains.extend(_gained(base, [c for c in changes if c.side == side]) for side in (OURS, THEIRS))
-        key = base[i].rstrip("\n")
-        return gains[OURS][key] <= 0 and gains[THEIRS][key] <= 0
+        return gains[OURS][base[i].rstrip("\n")] <= 0 and gains[THEIRS][base[i].rstrip("\n")] <= 0
 
     links = _links(changes, firm, len(base))
     tied: set = set()  # changes the safety net put in one block
     while True:
-        groups = _groups(changes, links, tied)
-        out, had_conflict, clean = _write(base, changes, groups, tied, markers)
+        out, had_conflict, clean = _write(base, changes, _groups(changes, links, tied), tied, markers)
         doubts = _doubts(base, changes, clean)
         if doubts <= tied:
             return out, had_conflict
@@ -195,42 +184,37 @@ def _merge(base: List[str], ours: List[str], theirs: List[str], markers: tuple) 
 def _changes(base: List[str], side: List[str], name: int, count: Counter) -> List[_Change]:
     """A side's hunks against base, each with its zone (steps 3 and 4)."""
     hunks = get_hunks(base, side)
-    floors, floor = [], 0  # the end of the hunk above that changes lines
-    for lo, hi, _, _ in hunks:
-        floors.append(floor)
-        floor = hi if lo < hi else floor
-    changes: List[_Change] = []
-    ceiling = len(base)
-    for k in range(len(hunks) - 1, -1, -1):
-        lo, hi, side_lo, side_hi = hunks[k]
+    changes = []
+    for k, (lo, hi, side_lo, side_hi) in enumerate(hunks):
         lines, removed = side[side_lo:side_hi], base[lo:hi]
-        floor = floors[k]
-        ends = ((lo - 1, -1, floor - 1), (hi, 1, ceiling))
-        zone = [lo, hi]
-        if lo > floor and (base[lo - 1] in lines or base[lo - 1] in removed) or \
-                hi < ceiling and (base[hi] in lines or base[hi] in removed):
+        zone_lo, zone_hi = lo, hi
+        # Hunks lie apart, so only the file's edges bound the first line of growth.
+        if lo and (base[lo - 1] in lines or base[lo - 1] in removed) or \
+                hi < len(base) and (base[hi] in lines or base[hi] in removed):
             own = set(lines).union(removed)
-            zone = [_reach(base, i, step, stop, own) for i, step, stop in ends]
-            zone[1] += 1
-        changes.append(_Change(lo, hi, name, lines, *zone))
-        ceiling = lo if lo < hi else ceiling
-    changes.reverse()
+            floor = next((hunks[f][1] for f in range(k - 1, -1, -1) if hunks[f][0] < hunks[f][1]), 0)
+            ceiling = next((hunks[f][0] for f in range(k + 1, len(hunks)) if hunks[f][0] < hunks[f][1]), len(base))
+            while zone_lo > floor and base[zone_lo - 1] in own:
+                zone_lo -= 1
+            while zone_hi < ceiling and base[zone_hi] in own:
+                zone_hi += 1
+        changes.append(_Change(lo, hi, name, lines, zone_lo, zone_hi))
     return _copies(base, changes, count)
 
 
 def _copies(base: List[str], changes: List[_Change], count: Counter) -> List[_Change]:
     """The zones grown over the copies of what a hunk removed (unless it edits in place)
     between the unique base lines the side keeps around it: which copy went is not known."""
+    repeated = {line for c in changes for line in base[c.lo:c.hi] if count[line] > 1 and not line.isspace()}
     doubtful = [k for k, c in enumerate(changes)
-                if any(count[line] > 1 and not line.isspace() for line in base[c.lo:c.hi])
-                and not _in_place(base[c.lo:c.hi], c.lines)]
+                if not repeated.isdisjoint(base[c.lo:c.hi]) and not _in_place(base[c.lo:c.hi], c.lines)]
     if not doubtful:
         return changes
     changed = bytearray(len(base))
     for c in changes:
         changed[c.lo:c.hi] = b"\1" * (c.hi - c.lo)
     kept = [i for i, line in enumerate(base) if count[line] == 1 and not changed[i]]
-    where: dict = {line: [] for k in doubtful for line in base[changes[k].lo:changes[k].hi] if count[line] > 1}
+    where: dict = {line: [] for k in doubtful for line in base[changes[k].lo:changes[k].hi] if line in repeated}
     for i, line in enumerate(base):
         if line in where:
             where[line].append(i)
@@ -238,19 +222,11 @@ def _copies(base: List[str], changes: List[_Change], count: Counter) -> List[_Ch
         c = changes[k]
         at = bisect.bisect_left(kept, c.lo)
         room_lo, room_hi = kept[at - 1] if at else -1, kept[at] if at < len(kept) else len(base)
-        for spots in (where[line] for line in base[c.lo:c.hi] if line in where and not line.isspace()):
+        for spots in (where[line] for line in base[c.lo:c.hi] if line in where):
             first, last = bisect.bisect_right(spots, room_lo), bisect.bisect_left(spots, room_hi) - 1
             c = c._replace(zone_lo=min(c.zone_lo, spots[first]), zone_hi=max(c.zone_hi, spots[last] + 1))
         changes[k] = c
     return changes
-
-
-def _reach(base: List[str], k: int, step: int, stop: int, own: set) -> int:
-    """The furthest base line from k on, stepping by `step` short of `stop`, that a zone
-    grows over: lines equal to one in `own`."""
-    while k != stop and base[k] in own:
-        k += step
-    return k - step
 
 
 def _in_place(old: List[str], new: List[str]) -> bool:
@@ -304,27 +280,24 @@ def _groups(changes: List[_Change], links: List[Tuple[int, int]], tied: set) -> 
     ends = sorted(tied)
     for x, y in chain(links, zip(ends, ends[1:])):
         parent[root(x)] = root(y)
-    members: dict = {}
     joined = tied.union(chain.from_iterable(links))
+    several: dict = {}
     for k in sorted(joined):
-        members.setdefault(root(k), []).append(k)
+        several.setdefault(root(k), []).append(k)
     groups = [[c.lo, c.hi, [k], c.zone_lo, c.zone_hi] for k, c in enumerate(changes) if k not in joined]
-    for group in members.values():
-        zone = [min(changes[k].zone_lo for k in group), max(changes[k].zone_hi for k in group)]
-        groups.append([*zone, group, *zone])
+    for members in several.values():
+        zone = [min(changes[k].zone_lo for k in members), max(changes[k].zone_hi for k in members)]
+        groups.append([*zone, members, *zone])
     groups.sort(key=itemgetter(0, 1))
-    merged: List[list] = []
     # A change inside another group's span joins it, and so does one that meets a
     # group of several where its own place is open: an insertion, or a grown zone.
-    for group in groups:
-        last = merged[-1] if merged else None
-        single_after = last and len(last[2]) > 1 and len(group[2]) == 1
-        single_before = last and len(group[2]) > 1 and len(last[2]) == 1
-        if last and (group[0] < last[1]
-                     or single_after and group[3] <= last[1] and (group[3] < group[0] or group[0] == group[1])
-                     or single_before and last[4] >= group[0] and (last[4] > last[1] or last[0] == last[1])):
-            last[1], last[4] = max(last[1], group[1]), max(last[4], group[4])
-            last[2] = sorted(last[2] + group[2])
+    merged = groups[:1]
+    for group in groups[1:]:
+        last = merged[-1]
+        if group[0] < last[1] or len(group[2]) == 1 < len(last[2]) and group[3] <= last[1] and \
+                (group[3] < group[0] or group[0] == group[1]) or len(last[2]) == 1 < len(group[2]) and \
+                last[4] >= group[0] and (last[4] > last[1] or last[0] == last[1]):
+            last[1:3], last[4] = [max(last[1], group[1]), sorted(last[2] + group[2])], max(last[4], group[4])
         else:
             merged.append(group)
     return merged
@@ -347,7 +320,7 @@ def _write(base: List[str], changes: List[_Change], groups: List[list], tied: se
         group = [changes[k] for k in members]
         mine, yours = (_apply(base, lo, hi, [c for c in group if c.side == side]) for side in (OURS, THEIRS))
         whole = not tied.isdisjoint(members)
-        if not whole and mine == yours:
+        if not whole and mine == yours:  # the same change made twice
             out += mine
             clean += [c for c in group if c.side == OURS]
             continue
@@ -362,16 +335,14 @@ def _write(base: List[str], changes: List[_Change], groups: List[list], tied: se
                 out += [*mine[m:m_lo], start, *mine[m_lo:m_hi], separator, *yours[y_lo:y_hi], end]
                 m = m_hi
             out += mine[m:]
-    out += base[pos:]
-    return out, had_conflict, clean
+    return out + base[pos:], had_conflict, clean
 
 
 def _apply(base: List[str], lo: int, hi: int, changes: List[_Change]) -> List[str]:
     """base[lo:hi] with one side's changes in it applied."""
     out, pos = [], lo
     for c in changes:
-        out += base[pos:c.lo]
-        out += c.lines
+        out += base[pos:c.lo] + c.lines
         pos = c.hi
     return out + base[pos:hi]
 
@@ -407,22 +378,9 @@ def _gained(base: List[str], changes: List[_Change]) -> Counter:
 
 # ------------------------------------------------------- the two-way diff (steps 1-2)
 
-_SMALL_GAP = 4096  # lines of one side times the other's, after setting aside, that a gap is diffed whole
+_SMALL_GAP = 4096  # pairs of lines left to compare, once set aside, that a gap is diffed whole at
 _WINDOW = 8  # lines of each side the first window on a huge gap takes
 _PROBE = 2  # equal lines after a line replaced, added or removed that make it so without anchors
-
-
-def _matching_blocks(a: Sequence, b: Sequence) -> List[Tuple[int, int, int]]:
-    """Blocks (i, j, size) where a[i:i+size] == b[j:j+size], ascending in both."""
-    n, m = len(a), len(b)
-    head = _run(a, b, 0, 0, min(n, m))
-    tail = _run(a[::-1], b[::-1], 0, 0, min(n, m) - head)
-    blocks = [(0, 0, head)] if head else []
-    if head < n - tail and head < m - tail:
-        _anchored(a, b, head, n - tail, head, m - tail, blocks)
-    if tail:
-        blocks.append((n - tail, m - tail, tail))
-    return blocks
 
 
 def _run(a: Sequence, b: Sequence, i: int, j: int, limit: int) -> int:
@@ -441,14 +399,14 @@ def _run(a: Sequence, b: Sequence, i: int, j: int, limit: int) -> int:
 def _anchored(a: Sequence, b: Sequence, i: int, i_end: int, j: int, j_end: int, blocks: list) -> None:
     """Add the blocks of a[i:i_end] against b[j:j_end], walking from anchor to anchor.
 
-    An anchor is a line found once in each.  Where the lines differ, the next
+    An *anchor* is a line found once in each.  Where the lines differ, the next
     anchor is the first one each side holds; while both sides find the same one,
     nothing moved.  Otherwise the rest is anchored on the longest chain of
     anchors in the same order on both sides (patience diff).
     """
     anchors: Optional[set] = None  # made on first need
     next_a, next_b = i, j  # no anchor still ahead lies before these
-    chain_left: Optional[List[Tuple[int, int]]] = None  # the patience chain, last anchor first
+    chain_left: Optional[list] = None  # the patience chain, last anchor first
     while i < i_end and j < j_end:
         size = _run(a, b, i, j, min(i_end - i, j_end - j))
         if size:
@@ -465,8 +423,8 @@ def _anchored(a: Sequence, b: Sequence, i: int, i_end: int, j: int, j_end: int, 
             if not anchors:  # the rest is one gap
                 _gap(a, b, i, i_end, j, j_end, blocks, count_a, count_b)
                 return
-            # Where the rest of the lines both hold come in the same order (each
-            # edit a replacement by new lines), that is the one longest common
+            # Where the lines both hold come in the same order (each edit a
+            # replacement by new lines), that is the one longest common
             # subsequence: a rewrite needs no anchors.
             found = _paired(a, b, i, i_end, j, j_end, 0, count_a, count_b)
             if found is not None:
@@ -478,8 +436,8 @@ def _anchored(a: Sequence, b: Sequence, i: int, i_end: int, j: int, j_end: int, 
                 next_a += 1
             while next_b < j_end and b[next_b] not in anchors:
                 next_b += 1
-            # One side holds an anchor the other has passed (a lone change took it), or
-            # they hold different ones: a line moved.
+            # One side holds an anchor the other has passed (a lone change took it),
+            # or they hold different ones: a line moved.
             if (next_a < i_end) != (next_b < j_end) or next_a < i_end and a[next_a] != b[next_b]:
                 chain_left = _patience(a, b, i, i_end, j, j_end, anchors)
                 continue
@@ -506,14 +464,15 @@ def _lone(a: Sequence, b: Sequence, i: int, i_end: int, j: int, j_end: int) -> O
     return None
 
 
-def _patience(a: Sequence, b: Sequence, i: int, i_end: int, j: int, j_end: int,
-              anchors: set) -> List[Tuple[int, int]]:
+def _patience(a: Sequence, b: Sequence, i: int, i_end: int, j: int, j_end: int, anchors: set) -> list:
     """The longest chain of `anchors` in a[i:i_end] that ascends in b[j:j_end] too, last first."""
     at_b = {line: k for k, line in enumerate(b[j:j_end], j) if line in anchors}
     pairs = [(k, at_b[line]) for k, line in enumerate(a[i:i_end], i) if line in at_b]
-    tops: List[int] = []  # tops[t]: the least b position ending a chain of t+1 anchors
-    ends: List[int] = []  # ends[t]: the pair that ends it
-    back: List[int] = []  # back[p]: the pair before pair p in its chain
+    # tops[t]: the least b position ending a chain of t+1 anchors, ends[t] the pair
+    # that ends it; back[p]: the pair before pair p in its chain.
+    tops: List[int] = []
+    ends: List[int] = []
+    back: List[int] = []
     for p, (_, j_p) in enumerate(pairs):
         t = bisect.bisect_left(tops, j_p)
         back.append(ends[t - 1] if t else -1)
@@ -534,18 +493,14 @@ def _gap(a: Sequence, b: Sequence, i: int, i_end: int, j: int, j_end: int, block
     """Add the blocks of a gap between anchors: whole if it is small once the lines
     found on one side only are set aside, else a window at a time, each window's
     first block grown as far as the lines stay equal.  `in_a`, `in_b` as _paired's."""
-    if i_end - i < 2 and j_end - j < 2:
-        return  # a[i] != b[j]: the gap starts where the lines differ
-    found = _paired(a, b, i, i_end, j, j_end, _SMALL_GAP, in_a, in_b)
+    found = _paired(a, b, i, i_end, j, j_end, _SMALL_GAP, in_a, in_b) if i_end - i > 1 or j_end - j > 1 else []
     if found is not None:
         blocks += found
         return
     while i < i_end and j < j_end:
         width = _WINDOW
-        while True:
-            found = _paired(a, b, i, min(i + width, i_end), j, min(j + width, j_end), None)
-            if found or (i + width >= i_end and j + width >= j_end):
-                break
+        while not (found := _paired(a, b, i, min(i + width, i_end), j, min(j + width, j_end), None)) \
+                and (i + width < i_end or j + width < j_end):
             width *= 2
         if not found:
             return
@@ -556,12 +511,11 @@ def _gap(a: Sequence, b: Sequence, i: int, i_end: int, j: int, j_end: int, block
 
 
 def _paired(a: Sequence, b: Sequence, i: int, i_end: int, j: int, j_end: int, most: Optional[int],
-            in_a: Optional[Container] = None, in_b: Optional[Container] = None) -> Optional[List[Tuple[int, int, int]]]:
+            in_a: Optional[Container] = None, in_b: Optional[Container] = None) -> Optional[list]:
     """The blocks of a[i:i_end] and b[j:j_end] with the lines found on one side only
     set aside (they never pair; a rewritten paragraph leaves its blank lines): the
     lines left if they are equal, else SequenceMatcher's; None if they differ and more
-    than `most` pairs of lines remain to compare.  `in_a` and `in_b` hold the lines
-    of each, where they are known already."""
+    than `most` pairs of lines remain to compare.  `in_a`, `in_b`: each one's lines."""
     in_a, in_b = set(a[i:i_end]) if in_a is None else in_a, set(b[j:j_end]) if in_b is None else in_b
     kept_a = list(compress(range(i, i_end), map(in_b.__contains__, a[i:i_end])))
     kept_b = list(compress(range(j, j_end), map(in_a.__contains__, b[j:j_end])))
@@ -569,19 +523,15 @@ def _paired(a: Sequence, b: Sequence, i: int, i_end: int, j: int, j_end: int, mo
         if most is not None and len(kept_a) * len(kept_b) > most:
             return None
         lines_a, lines_b = list(map(a.__getitem__, kept_a)), list(map(b.__getitem__, kept_b))
-        matcher = difflib.SequenceMatcher(None, lines_a, lines_b, autojunk=False)
-        blocks = matcher.get_matching_blocks()
+        blocks = difflib.SequenceMatcher(None, lines_a, lines_b, autojunk=False).get_matching_blocks()
         kept_a = list(chain.from_iterable(kept_a[x:x + size] for x, _, size in blocks))
         kept_b = list(chain.from_iterable(kept_b[y:y + size] for _, y, size in blocks))
     # kept_a[k] - k and kept_b[k] - k never fall, so their sum stays level exactly
     # along a run of pairs that is a block.
     level = list(map(add, map(sub, kept_a, range(len(kept_a))), map(sub, kept_b, range(len(kept_b)))))
-    found, k = [], 0
-    while k < len(level):
-        end = bisect.bisect_right(level, level[k], k)
-        found.append((kept_a[k], kept_b[k], end - k))
-        k = end
-    return found
+    starts = [0, *compress(range(1, len(level)), map(ne, level, level[1:]))] if level else []
+    sizes = map(sub, starts[1:] + [len(level)], starts)
+    return list(zip(map(kept_a.__getitem__, starts), map(kept_b.__getitem__, starts), sizes))
 
 
 def _slide(a: Sequence, b: Sequence, hunks: List[Hunk]) -> List[Hunk]:
@@ -590,8 +540,8 @@ def _slide(a: Sequence, b: Sequence, hunks: List[Hunk]) -> List[Hunk]:
     out: List[Hunk] = []
     for k, (a_lo, a_hi, b_lo, b_hi) in enumerate(hunks):
         if a_lo == a_hi or b_lo == b_hi:
-            seq, lo, hi = (b, b_lo, b_hi) if a_lo == a_hi else (a, a_lo, a_hi)
-            index = 2 if a_lo == a_hi else 0  # where seq's bounds sit in a hunk
+            index = 2 if a_lo == a_hi else 0  # where the changed side's bounds sit in a hunk
+            seq, lo, hi = (b, b_lo, b_hi) if index else (a, a_lo, a_hi)
             floor = out[-1][index + 1] if out else 0
             ceiling = hunks[k + 1][index] if k + 1 < len(hunks) else len(seq)
             up = 0
@@ -612,13 +562,11 @@ def _slide(a: Sequence, b: Sequence, hunks: List[Hunk]) -> List[Hunk]:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """`python -m diff3 OURS BASE THEIRS`: print the merge; exit 0 clean, 1 conflicts, 2 trouble."""
-    parser = argparse.ArgumentParser(
-        prog="mark-diff3",
-        description="Three-way merge of text files, written to stdout with git-style conflict markers.")
+    parser = argparse.ArgumentParser(prog="mark-diff3", description=(
+        "Three-way merge of text files, written to stdout with git-style conflict markers."))
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    parser.add_argument("ours")
-    parser.add_argument("base")
-    parser.add_argument("theirs")
+    for name in ("ours", "base", "theirs"):
+        parser.add_argument(name)
     parser.add_argument("--diff3", action="store_true", help="also show the base lines in conflicts")
     parser.add_argument("-L", dest="labels", action="append", default=[], metavar="LABEL",
                         help="label for ours, then base, then theirs (default: the file names)")
@@ -631,11 +579,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         try:
             with open(path, "rb") as file:
                 texts.append(file.read().decode("utf-8"))
-        except OSError as error:
-            print(f"mark-diff3: {path}: {error.strerror}", file=sys.stderr)
-            return 2
-        except UnicodeDecodeError as error:
-            print(f"mark-diff3: {path}: not UTF-8 (byte {error.start})", file=sys.stderr)
+        except (OSError, UnicodeDecodeError) as error:
+            why = f"not UTF-8 (byte {error.start})" if isinstance(error, UnicodeDecodeError) else error.strerror
+            print(f"mark-diff3: {path}: {why}", file=sys.stderr)
             return 2
     labels = tuple(args.labels) + paths[len(args.labels):]
     merged, had_conflict = diff3(texts[1], texts[0], texts[2], style="diff3" if args.diff3 else "merge", labels=labels)
