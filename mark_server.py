@@ -640,6 +640,9 @@ class _QuicListener:
                                                   self.server.REQUEST_DEADLINE)
                 except asyncio.TimeoutError:
                     # A client trickling a request is dropped, nothing stored, nothing more read.
+                    # Its bytes go back first: once it is told, none of them are held.
+                    self.server.buffered.give(held[0], protocol.address, held)
+                    held[0] = 0
                     protocol._quic.stop_stream(stream, 0)
                     protocol._quic.reset_stream(stream, 0)
                     protocol.transmit()
