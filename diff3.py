@@ -397,16 +397,13 @@ def _run(a: Sequence, b: Sequence, i: int, j: int, limit: int) -> int:
 
 
 def _anchored(a: Sequence, b: Sequence, i: int, i_end: int, j: int, j_end: int, blocks: list) -> None:
-    """Add the blocks of a[i:i_end] against b[j:j_end], walking from anchor to anchor.
+    """Add the blocks of a[i:i_end] against b[j:j_end]: equal runs and lone changes
+    as they come, and where neither is found, a walk from anchor to anchor.
 
-    An *anchor* is a line found once in each.  Where the lines differ, the next
-    anchor is the first one each side holds; while both sides find the same one,
-    nothing moved.  Otherwise the rest is anchored on the longest chain of
-    anchors in the same order on both sides (patience diff).
+    An *anchor* is a line found once in each; the walk follows the longest chain
+    of anchors in the same order on both sides (patience diff).
     """
-    anchors: Optional[set] = None  # made on first need
-    next_a, next_b = i, j  # no anchor still ahead lies before these
-    chain_left: Optional[list] = None  # the patience chain, last anchor first
+    chain_left: Optional[list] = None  # the chain still ahead, last anchor first; made on first need
     while i < i_end and j < j_end:
         size = _run(a, b, i, j, min(i_end - i, j_end - j))
         if size:
@@ -417,35 +414,25 @@ def _anchored(a: Sequence, b: Sequence, i: int, i_end: int, j: int, j_end: int, 
         if lone:
             i, j = i + lone[0], j + lone[1]
             continue
-        if anchors is None:
+        if chain_left is None:
             count_a, count_b = Counter(a[i:i_end]), Counter(b[j:j_end])
+            # Where the lines both hold come in the same order (each edit a
+            # replacement by new lines), that is the one longest common
+            # subsequence: a rewrite needs no anchors.  (Without a line once in
+            # each there are none, and _gap tries this itself.)
+            found = _paired(a, b, i, i_end, j, j_end, 0, count_a, count_b) \
+                if 1 in count_a.values() and 1 in count_b.values() else None
+            if found is not None:
+                blocks += found
+                return
             anchors = {line for line, n in count_a.items() if n == 1 and count_b.get(line) == 1}
             if not anchors:  # the rest is one gap
                 _gap(a, b, i, i_end, j, j_end, blocks, count_a, count_b)
                 return
-            # Where the lines both hold come in the same order (each edit a
-            # replacement by new lines), that is the one longest common
-            # subsequence: a rewrite needs no anchors.
-            found = _paired(a, b, i, i_end, j, j_end, 0, count_a, count_b)
-            if found is not None:
-                blocks += found
-                return
-        if chain_left is None:
-            next_a, next_b = max(next_a, i), max(next_b, j)
-            while next_a < i_end and a[next_a] not in anchors:
-                next_a += 1
-            while next_b < j_end and b[next_b] not in anchors:
-                next_b += 1
-            # One side holds an anchor the other has passed (a lone change took it),
-            # or they hold different ones: a line moved.
-            if (next_a < i_end) != (next_b < j_end) or next_a < i_end and a[next_a] != b[next_b]:
-                chain_left = _patience(a, b, i, i_end, j, j_end, anchors)
-                continue
-            anchor = (next_a, next_b)
-        else:
-            while chain_left and (chain_left[-1][0] < i or chain_left[-1][1] < j):
-                chain_left.pop()
-            anchor = chain_left[-1] if chain_left else (i_end, j_end)
+            chain_left = _patience(a, b, i, i_end, j, j_end, anchors)
+        while chain_left and (chain_left[-1][0] < i or chain_left[-1][1] < j):
+            chain_left.pop()
+        anchor = chain_left[-1] if chain_left else (i_end, j_end)
         _gap(a, b, i, anchor[0], j, anchor[1], blocks)
         i, j = anchor
 
@@ -454,13 +441,12 @@ def _lone(a: Sequence, b: Sequence, i: int, i_end: int, j: int, j_end: int) -> O
     """(1, 1), (0, 1) or (1, 0) where a line replaced, added or removed at (i, j) is
     followed by _PROBE equal lines (or by both ends), and neither line is near on the
     other side: a change that needs no anchor."""
-    if a[i] in b[j:j + _PROBE + 1] or b[j] in a[i:i + _PROBE + 1]:
-        return None
-    for skip_a, skip_b in ((1, 1), (0, 1), (1, 0)):
-        x, y = i + skip_a, j + skip_b
-        size = min(_PROBE, i_end - x, j_end - y)
-        if (size > 0 or x == i_end and y == j_end) and a[x:x + size] == b[y:y + size]:
-            return skip_a, skip_b
+    if a[i] not in b[j:j + _PROBE + 1] and b[j] not in a[i:i + _PROBE + 1]:
+        for skip_a, skip_b in ((1, 1), (0, 1), (1, 0)):
+            x, y = i + skip_a, j + skip_b
+            size = min(_PROBE, i_end - x, j_end - y)
+            if (size > 0 or x == i_end and y == j_end) and a[x:x + size] == b[y:y + size]:
+                return skip_a, skip_b
     return None
 
 
