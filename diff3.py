@@ -188,10 +188,11 @@ def _changes(base: List[str], side: List[str], name: int, count: Counter) -> Lis
     for k, (lo, hi, side_lo, side_hi) in enumerate(hunks):
         lines, removed = side[side_lo:side_hi], base[lo:hi]
         zone_lo, zone_hi = lo, hi
-        # Hunks lie apart, so only the file's edges bound the first line of growth.
+        # The side's other hunks lie a line away or more: only the file's edges stop a first step.
         if lo and (base[lo - 1] in lines or base[lo - 1] in removed) or \
                 hi < len(base) and (base[hi] in lines or base[hi] in removed):
             own = set(lines).union(removed)
+            # Up to the side's nearest hunks that change lines (insertions are passed).
             floor = next((hunks[f][1] for f in range(k - 1, -1, -1) if hunks[f][0] < hunks[f][1]), 0)
             ceiling = next((hunks[f][0] for f in range(k + 1, len(hunks)) if hunks[f][0] < hunks[f][1]), len(base))
             while zone_lo > floor and base[zone_lo - 1] in own:
