@@ -28,7 +28,7 @@ import time
 import tracemalloc
 from pathlib import Path
 
-from diff3 import diff3
+from diff3 import diff3, get_hunks, split_lines
 from mark_publish import MarkClient, MarkError, PublishResult, _Refused, mark_publish
 from mark_server import serve
 from testkit import (ELSEWHERE, REAL_DEMARKUS, SHAPES, Attacker, generate, http_from, inside_loopback, real_demarkus,
@@ -176,8 +176,8 @@ def bench_diff3(args) -> None:
     for size, name in ((4 << 10, "4 KiB"), (64 << 10, "64 KiB"), (1 << 20, "1 MiB"), (10 << 20, "10 MiB")):
         cases += list(scenarios(size, name))
     cases += [few_distinct(1 << 20), random_ticks(64 << 10)]
-    header = (f"{'scenario':34} {'KiB':>6} {'diff3 ms':>9} {'git ms':>8} {'ratio':>6} {'x1M':>5} {'git x1M':>7} "
-              f"{'peak/in':>7} {'conflicts':>10} {'git':>10}")
+    header = (f"{'scenario':34} {'KiB':>6} {'diff3 ms':>9} {'2-way ms':>8} {'git ms':>8} {'ratio':>6} {'x1M':>5} "
+              f"{'git x1M':>7} {'peak/in':>7} {'conflicts':>10} {'git':>10}")
     print(header)
     print("-" * len(header))
     best, git_best = {}, {}
@@ -195,10 +195,11 @@ def bench_diff3(args) -> None:
             # than an in-process caller has them.  git is waited for as a
             # process is (subprocess.run, no timeout, so nothing polls).
             rounds = max(1, args.rounds // 2) if "10 MiB" in label else args.rounds
-            ours_times, git_times = [], []
+            ours_times, git_times, two_way_times = [], [], []
             for _ in range(rounds):
                 diff3(base, ours, theirs)
                 ours_times += [timed(lambda: diff3(base, ours, theirs)) for _ in range(3)]
+                two_way_times.append(timed(lambda: two_way(base, ours, theirs)))
                 git_times += [timed(lambda: subprocess.run(command, capture_output=True))
                               for _ in range(3 if command else 0)]
             ours_ms = best[label] = 1000 * min(ours_times)
@@ -219,11 +220,13 @@ def bench_diff3(args) -> None:
                 git_out = subprocess.run(command, capture_output=True).stdout.decode()
                 git_cell, ratio_cell = f"{git_ms:8.1f}", f"{ours_ms / git_ms:6.2f}"
                 git_conflicts = conflicts(git_out)
-            print(f"{label:34} {len(base.encode()) / 1024:6.0f} {ours_ms:9.1f} {git_cell:>8} "
+            two_way_ms = 1000 * min(two_way_times)
+            print(f"{label:34} {len(base.encode()) / 1024:6.0f} {ours_ms:9.1f} {two_way_ms:8.1f} {git_cell:>8} "
                   f"{ratio_cell:>6} {growth_cell:>5} {git_growth_cell:>7} {peak / size:7.1f} "
                   f"{conflicts(merged):>10} {git_conflicts:>10}", flush=True)
     print(f"""
 minimum of {3 * args.rounds} runs each ({3 * max(1, args.rounds // 2)} at 10 MiB), in alternating rounds;
+2-way = the part of diff3 before any merging: splitting the three texts, diffing base against each;
 ratio = diff3 in-process / git merge-file -p as a process;
 x1M = diff3 time at 10 MiB / its time for the same class at 1 MiB (10x the input); git x1M, git's;
 peak/in = peak Python memory of one diff3 call / bytes of its three inputs;
@@ -231,6 +234,13 @@ conflicts, git = conflict blocks / lines inside them in diff3's and git's result
   (adjacent edits, and a section in while another goes out, are clean by design);
 random ticks: beyond the classes, ours re-ticks a checklist at random: no line is unique,
   so diff3 makes the change it meets one conflict.""")
+
+
+def two_way(base: str, ours: str, theirs: str) -> None:
+    """diff3's first step alone: the texts split into lines, base diffed against each side."""
+    base_lines, ours_lines, theirs_lines = map(split_lines, (base, ours, theirs))
+    get_hunks(base_lines, ours_lines)
+    get_hunks(base_lines, theirs_lines)
 
 
 def bench_shapes(args) -> None:
