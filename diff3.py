@@ -37,9 +37,10 @@ other side's is in doubt, the two conflict.  The rule, step by step:
    are *firm* (non-blank, once in base and at most once in each side, or the
    file's edge), and an insertion beside a removal has a line beyond it
    (`_meet`).
-7. Conflicting hunks make one block over their zones, taking in any hunk or
-   insertion that meets it (`_groups`); style "merge" leaves out of the block
-   the lines both sides of it share, as git's "zealous" merge does.
+7. Conflicting hunks make one block over their zones, taking in any hunk
+   inside it and any insertion or grown zone that meets it (`_groups`); style
+   "merge" leaves out of the block the lines both sides of it share, as git's
+   "zealous" merge does.
 8. A safety net checks the clean part: hunks of both sides that add a
    non-blank line the merge holds more often than ours and theirs each, where
    their zones touch or both took that line from base, become one block
@@ -295,10 +296,12 @@ def _groups(changes: List[_Change], links: List[Tuple[int, int]], tied: set) -> 
     merged = groups[:1]
     for group in groups[1:]:
         last = merged[-1]
-        if group[0] < last[1] or len(group[2]) == 1 < len(last[2]) and group[3] <= last[1] and \
-                (group[3] < group[0] or group[0] == group[1]) or len(last[2]) == 1 < len(group[2]) and \
-                last[4] >= group[0] and (last[4] > last[1] or last[0] == last[1]):
-            last[1:3], last[4] = [max(last[1], group[1]), sorted(last[2] + group[2])], max(last[4], group[4])
+        single_after, single_before = len(group[2]) == 1 < len(last[2]), len(last[2]) == 1 < len(group[2])
+        if group[0] < last[1] \
+                or single_after and group[3] <= last[1] and (group[3] < group[0] or group[0] == group[1]) \
+                or single_before and last[4] >= group[0] and (last[4] > last[1] or last[0] == last[1]):
+            last[1], last[4] = max(last[1], group[1]), max(last[4], group[4])
+            last[2] = sorted(last[2] + group[2])
         else:
             merged.append(group)
     return merged
