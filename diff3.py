@@ -56,6 +56,7 @@ one when anything follows it, and markers use the document's line ending.
 import argparse
 import bisect
 import difflib
+import gc
 import heapq
 import sys
 from collections import Counter, namedtuple
@@ -102,7 +103,15 @@ def diff3(base: str, ours: str, theirs: str, *, style: str = "merge",
                 if lines and lines[0].endswith("\n")), "\n")
     markers = ("<<<<<<< " + labels[0] + eol, "||||||| " + labels[1] + eol, "=======" + eol,
                ">>>>>>> " + labels[2] + eol, style == "diff3")
-    out, had_conflict = _merge(*texts, markers)
+    # The merge makes many small objects, none in a cycle and all kept until it
+    # returns: the cyclic collector would only walk them again and again.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        out, had_conflict = _merge(*texts, markers)
+    finally:
+        if collecting:
+            gc.enable()
     # Only a document's last line can lack a newline; if none does, plain join.
     ended = all(lines[-1].endswith("\n") for lines in texts if lines)
     return Merge("".join(out) if ended else join_lines(out, eol), had_conflict)

@@ -1,4 +1,5 @@
 import functools
+import gc
 import random
 import re
 from collections import Counter
@@ -392,6 +393,18 @@ def test_huge_gap_of_few_distinct_lines_is_diffed_finely():
     hunks = get_hunks(a, b)
     assert apply_hunks(a, b, hunks) == b
     assert [(h[1] - h[0], h[3] - h[2]) for h in hunks] == [(1, 1), (0, 1), (1, 0)]
+
+
+@pytest.mark.parametrize("collecting", [True, False])
+def test_the_cyclic_collector_is_left_as_it_was(collecting):
+    # diff3 pauses it while it merges, and must not leave a caller's program without it.
+    before = gc.isenabled()
+    (gc.enable if collecting else gc.disable)()
+    try:
+        assert diff3("a\nb\n", "A\nb\n", "a\nB\n") == Merge("A\nB\n", False)
+        assert gc.isenabled() is collecting
+    finally:
+        (gc.enable if before else gc.disable)()
 
 
 # ----------------------------------------------------- randomized properties
