@@ -179,12 +179,14 @@ def _merge(base: List[str], ours: List[str], theirs: List[str], markers: tuple) 
             return False
         if not gains:
             gains.extend(_gained(base, [c for c in changes if c.side == side]) for side in (OURS, THEIRS))
-        return gains[OURS][base[i].rstrip("\n")] <= 0 and gains[THEIRS][base[i].rstrip("\n")] <= 0
+        key = base[i].rstrip("\n")
+        return gains[OURS][key] <= 0 and gains[THEIRS][key] <= 0
 
     links = _links(changes, firm, len(base))
     tied: set = set()  # changes the safety net put in one block
     while True:
-        out, had_conflict, clean = _write(base, changes, _groups(changes, links, tied), tied, markers)
+        groups = _groups(changes, links, tied)
+        out, had_conflict, clean = _write(base, changes, groups, tied, markers)
         doubts = _doubts(base, changes, clean)
         if doubts <= tied:
             return out, had_conflict
