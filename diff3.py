@@ -393,7 +393,7 @@ def _gained(base: List[str], changes: List[_Change]) -> Counter:
 
 # ------------------------------------------------------- the two-way diff (steps 1-2)
 
-_SMALL_GAP = 4096  # pairs of lines left to compare, once set aside, that a gap is diffed whole at
+_SMALL_GAP = 4096  # lines of one side times the other's, after setting aside, up to which a gap is diffed whole
 _WINDOW = 8  # lines of each side the first window on a huge gap takes
 _PROBE = 2  # equal lines after a line replaced, added or removed that make it so without anchors
 
