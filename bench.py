@@ -131,7 +131,7 @@ def few_distinct(size: int):
     return "few distinct lines 1 MiB", join(lines) + "\n", join(ours) + "\n", join(theirs) + "\n"
 
 
-def random_ticks(size: int):
+def random_ticks(size: int, name: str):
     """About `size` bytes of a checklist ticked at random, and ours ticked at random anew.
 
     Beyond the classes above: no line is unique and nearly every line may
@@ -145,7 +145,7 @@ def random_ticks(size: int):
     ours = [rng.choice(boxes) for _ in range(n)]
     theirs = base[:n // 2] + ["- [ ] new"] + base[n // 2 + 1:]
     join = "\n".join
-    return "random ticks 64 KiB", join(base) + "\n", join(ours) + "\n", join(theirs) + "\n"
+    return f"random ticks {name}", join(base) + "\n", join(ours) + "\n", join(theirs) + "\n"
 
 
 # ------------------------------------------------------------ measuring
@@ -175,7 +175,7 @@ def bench_diff3(args) -> None:
     cases = []
     for size, name in ((4 << 10, "4 KiB"), (64 << 10, "64 KiB"), (1 << 20, "1 MiB"), (10 << 20, "10 MiB")):
         cases += list(scenarios(size, name))
-    cases += [few_distinct(1 << 20), random_ticks(64 << 10)]
+    cases += [few_distinct(1 << 20), random_ticks(64 << 10, "64 KiB"), random_ticks(1 << 20, "1 MiB")]
     header = (f"{'scenario':34} {'KiB':>6} {'diff3 ms':>9} {'2-way ms':>8} {'git ms':>8} {'ratio':>6} {'x1M':>5} "
               f"{'git x1M':>7} {'peak/in':>7} {'conflicts':>10} {'git':>10}")
     print(header)

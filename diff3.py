@@ -312,9 +312,11 @@ def _groups(changes: List[_Change], links: List[Tuple[int, int]], tied: set) -> 
                 or single_after and group[3] <= last[1] and (group[3] < group[0] or group[0] == group[1]) \
                 or single_before and last[4] >= group[0] and (last[4] > last[1] or last[0] == last[1]):
             last[1], last[4] = max(last[1], group[1]), max(last[4], group[4])
-            last[2] = sorted(last[2] + group[2])
+            last[2] += group[2]
         else:
             merged.append(group)
+    for group in merged:
+        group[2].sort()
     return merged
 
 
