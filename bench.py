@@ -131,21 +131,23 @@ def few_distinct(size: int):
     return "few distinct lines 1 MiB", join(lines) + "\n", join(ours) + "\n", join(theirs) + "\n"
 
 
-def random_ticks(size: int, name: str):
+def random_ticks(size: int, name: str, both: bool = False):
     """About `size` bytes of a checklist ticked at random, and ours ticked at random anew.
 
     Beyond the classes above: no line is unique and nearly every line may
     pair with any other, so no pairing is certain and the change theirs
-    makes meets ours as one conflict.
+    makes meets ours as one conflict.  With `both`, theirs re-ticks it too:
+    thousands of changes on each side, every zone meeting every other.
     """
     rng = random.Random(5)
     boxes = ["- [ ] todo", "- [x] todo"]
     n = size // 11
     base = [rng.choice(boxes) for _ in range(n)]
     ours = [rng.choice(boxes) for _ in range(n)]
-    theirs = base[:n // 2] + ["- [ ] new"] + base[n // 2 + 1:]
+    theirs = [rng.choice(boxes) for _ in range(n)] if both else base[:n // 2] + ["- [ ] new"] + base[n // 2 + 1:]
     join = "\n".join
-    return f"random ticks {name}", join(base) + "\n", join(ours) + "\n", join(theirs) + "\n"
+    label = f"{'both re-tick' if both else 'random ticks'} {name}"
+    return label, join(base) + "\n", join(ours) + "\n", join(theirs) + "\n"
 
 
 # ------------------------------------------------------------ measuring
@@ -175,7 +177,8 @@ def bench_diff3(args) -> None:
     cases = []
     for size, name in ((4 << 10, "4 KiB"), (64 << 10, "64 KiB"), (1 << 20, "1 MiB"), (10 << 20, "10 MiB")):
         cases += list(scenarios(size, name))
-    cases += [few_distinct(1 << 20), random_ticks(64 << 10, "64 KiB"), random_ticks(1 << 20, "1 MiB")]
+    cases += [few_distinct(1 << 20), random_ticks(64 << 10, "64 KiB"), random_ticks(1 << 20, "1 MiB"),
+              random_ticks(256 << 10, "256 KiB", both=True)]
     header = (f"{'scenario':34} {'KiB':>6} {'diff3 ms':>9} {'2-way ms':>8} {'git ms':>8} {'ratio':>6} {'x1M':>5} "
               f"{'git x1M':>7} {'peak/in':>7} {'conflicts':>10} {'git':>10}")
     print(header)
@@ -233,7 +236,7 @@ peak/in = peak Python memory of one diff3 call / bytes of its three inputs;
 conflicts, git = conflict blocks / lines inside them in diff3's and git's result
   (adjacent edits, and a section in while another goes out, are clean by design);
 random ticks: beyond the classes, ours re-ticks a checklist at random: no line is unique,
-  so diff3 makes the change it meets one conflict.""")
+  so diff3 makes the change it meets one conflict; both re-tick: theirs re-ticks it too.""")
 
 
 def two_way(base: str, ours: str, theirs: str) -> None:

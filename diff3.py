@@ -32,7 +32,8 @@ other side's is in doubt, the two conflict.  The rule, step by step:
    unique lines around it that the side keeps (`_copies`).
 5. Hunks of the two sides conflict when one changes a line inside the
    other's zone or inserts strictly inside it, when both insert at one
-   point, or when their zones share a line; identical hunks merge once.
+   point, or when their zones share a line (`_links`); identical hunks
+   merge once.
 6. Zones that only touch merge cleanly where both base lines at the boundary
    are *firm* (non-blank, once in base and at most once in each side, or the
    file's edge), and an insertion beside a removal has a line beyond it
@@ -250,13 +251,10 @@ def _in_place(old: List[str], new: List[str]) -> bool:
 
 
 def _meet(h: _Change, g: _Change, firm: Callable[[int], bool], n: int) -> bool:
-    """Whether changes of different sides whose zones touch go together: they conflict
-    (steps 5-6), or are the same change (then their group merges cleanly)."""
-    for x, y in ((h, g), (g, h)):
-        if x.lo < y.zone_hi and y.zone_lo < x.hi:  # changes a line in y's zone, or inserts strictly inside it
-            return True
-    if h.lo == h.hi == g.lo == g.hi or max(h.zone_lo, g.zone_lo) < min(h.zone_hi, g.zone_hi):
-        return True  # both insert at one point, or the zones share a line
+    """Whether changes of different sides whose zones meet at one point go together: they
+    conflict (step 6), or are the same change (then their group merges cleanly)."""
+    if h.lo == h.hi == g.lo == g.hi:
+        return True  # both insert at one point
     p = h.zone_hi if h.zone_hi == g.zone_lo else g.zone_hi  # the zones touch at p
     if not (firm(p - 1) and firm(p)):
         return True
@@ -266,17 +264,57 @@ def _meet(h: _Change, g: _Change, firm: Callable[[int], bool], n: int) -> bool:
 
 
 def _links(changes: List[_Change], firm: Callable[[int], bool], n: int) -> List[Tuple[int, int]]:
-    """The pairs of changes (by index) of different sides that go together: one sweep in
-    order of the zones' starts, keeping each side's zones that may still touch."""
+    """Pairs of changes (by index) of different sides that go together: enough of them to
+    join the same changes as every such pair would.  One sweep in order of the zones.
+
+    Swept in that order, a change's zone shares a line with (or holds strictly inside)
+    every open zone of the other side that ends past its start: those go together for
+    certain, so it is linked to one change of each set already joined that reaches past
+    it.  Only zones that end where it starts are weighed one by one (`_meet`).  So zones
+    that all overlap (a long checklist both sides re-ticked) cost n log n, not n squared.
+    """
+    parent = list(range(len(changes)))
+
+    def root(k: int) -> int:
+        while parent[k] != k:
+            parent[k] = k = parent[parent[k]]
+        return k
+
+    def widen(reach: dict, key: int, hi: int, member: int) -> None:
+        if reach.get(key, (-1,))[0] < hi:
+            reach[key] = (hi, member)
+
+    def join(k: int, t: int) -> None:  # t's set joins k's
+        r_t, r_k = root(t), root(k)
+        parent[r_t] = r_k
+        for reach in reaches:
+            if r_t in reach:
+                widen(reach, r_k, *reach.pop(r_t))
+        links.append((k, t))
+
     links: List[Tuple[int, int]] = []
-    active: Tuple[list, list] = ([], [])  # per side, a heap of (zone_hi, index)
-    for k in sorted(range(len(changes)), key=lambda k: changes[k].zone_lo):
+    ends: Tuple[list, list] = ([], [])  # per side, a heap of (zone_hi, index) of the open zones
+    reaches: Tuple[dict, dict] = ({}, {})  # per side, {root of a set: (furthest zone_hi, its change)}
+    zones = [(c.zone_lo, c.zone_hi) for c in changes]
+    for k in sorted(range(len(changes)), key=zones.__getitem__):
         c = changes[k]
-        other = active[1 - c.side]
-        while other and other[0][0] < c.zone_lo:
-            heapq.heappop(other)
-        links += [(k, t) for _, t in other if _meet(c, changes[t], firm, n)]
-        heapq.heappush(active[c.side], (c.zone_hi, k))
+        heap, reach = ends[1 - c.side], reaches[1 - c.side]
+        while heap and heap[0][0] < c.zone_lo:
+            heapq.heappop(heap)
+        if reach:
+            for key in [key for key, (hi, _) in reach.items() if hi < c.zone_lo]:
+                del reach[key]  # the set's zones have all closed
+            for t in [t for hi, t in reach.values() if hi > c.zone_lo]:
+                join(k, t)  # a set of its own: the keys are the sets' roots
+        touching = []
+        while heap and heap[0][0] == c.zone_lo:
+            touching.append(heapq.heappop(heap))
+        for entry in touching:
+            heapq.heappush(heap, entry)
+            if root(entry[1]) != root(k) and _meet(c, changes[entry[1]], firm, n):
+                join(k, entry[1])
+        heapq.heappush(ends[c.side], (c.zone_hi, k))
+        widen(reaches[c.side], root(k), c.zone_hi, k)
     return links
 
 
