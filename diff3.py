@@ -61,7 +61,7 @@ import gc
 import heapq
 import sys
 from collections import Counter, namedtuple
-from itertools import chain, compress, product
+from itertools import accumulate, chain, compress
 from operator import add, eq, itemgetter, ne, sub
 from typing import Callable, Container, List, NamedTuple, Optional, Sequence, Tuple
 
@@ -418,9 +418,20 @@ def _doubts(base: List[str], changes: List[_Change], clean: List[_Change]) -> se
     moved = twice & taken[0] & taken[1]  # a line both sides moved, each to its own place
     adds = [{line.rstrip("\n") for line in c.lines} & twice for c in changes]
     adding = [[k for k, c in enumerate(changes) if c.side == side and adds[k]] for side in (OURS, THEIRS)]
-    return {k for x, y in product(*adding) for k in (x, y)
-            if changes[x].zone_lo <= changes[y].zone_hi and changes[y].zone_lo <= changes[x].zone_hi
-            or not moved.isdisjoint(adds[x] & adds[y])}
+    # A change is in doubt when a change of the other side's `adding` has a zone that
+    # meets its own (found among those starting by its end, by the furthest end of
+    # their zones), or adds a line it adds that both moved: no pair is tried one by one.
+    doubts = set()
+    for mine, yours in (adding, adding[::-1]):
+        yours = sorted(yours, key=lambda k: changes[k].zone_lo)
+        starts = [changes[k].zone_lo for k in yours]
+        reach = list(accumulate((changes[k].zone_hi for k in yours), max))
+        moved_there = set().union(*(adds[k] & moved for k in yours))
+        for x in mine:
+            at = bisect.bisect_right(starts, changes[x].zone_hi)
+            if at and reach[at - 1] >= changes[x].zone_lo or not moved_there.isdisjoint(adds[x]):
+                doubts.add(x)
+    return doubts
 
 
 def _gained(base: List[str], changes: List[_Change]) -> Counter:
