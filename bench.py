@@ -150,6 +150,17 @@ def random_ticks(size: int, name: str, both: bool = False):
     return label, join(base) + "\n", join(ours) + "\n", join(theirs) + "\n"
 
 
+def added_everywhere(size: int):
+    """About `size` bytes of unique lines, and both sides add the same line after half of
+    them, ours after the even ones and theirs after the odd: tens of thousands of changes
+    on each side adding a line the merge holds more often than either, all of it clean."""
+    base = [f"line {i}" for i in range(size // 11)]
+    ours = [line for i, x in enumerate(base) for line in ([x, "added"] if i % 2 == 0 else [x])]
+    theirs = [line for i, x in enumerate(base) for line in ([x, "added"] if i % 2 else [x])]
+    join = "\n".join
+    return "a line added everywhere 1 MiB", join(base) + "\n", join(ours) + "\n", join(theirs) + "\n"
+
+
 # ------------------------------------------------------------ measuring
 
 def timed(run) -> float:
@@ -178,7 +189,7 @@ def bench_diff3(args) -> None:
     for size, name in ((4 << 10, "4 KiB"), (64 << 10, "64 KiB"), (1 << 20, "1 MiB"), (10 << 20, "10 MiB")):
         cases += list(scenarios(size, name))
     cases += [few_distinct(1 << 20), random_ticks(64 << 10, "64 KiB"), random_ticks(1 << 20, "1 MiB"),
-              random_ticks(256 << 10, "256 KiB", both=True)]
+              random_ticks(256 << 10, "256 KiB", both=True), added_everywhere(1 << 20)]
     header = (f"{'scenario':34} {'KiB':>6} {'diff3 ms':>9} {'2-way ms':>8} {'git ms':>8} {'ratio':>6} {'x1M':>5} "
               f"{'git x1M':>7} {'peak/in':>7} {'conflicts':>10} {'git':>10}")
     print(header)
