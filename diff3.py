@@ -183,10 +183,10 @@ def _merge(base: List[str], ours: List[str], theirs: List[str], markers: tuple) 
         key = base[i].rstrip("\n")
         return gains[OURS][key] <= 0 and gains[THEIRS][key] <= 0
 
-    links = _links(changes, firm, len(base))
+    forest, joined = _links(changes, firm, len(base))
     tied: set = set()  # changes the safety net put in one block
     while True:
-        groups = _groups(changes, links, tied)
+        groups = _groups(changes, forest, joined, tied)
         out, had_conflict, clean = _write(base, changes, groups, tied, markers)
         doubts = _doubts(base, changes, clean)
         if doubts <= tied:
@@ -263,36 +263,32 @@ def _meet(h: _Change, g: _Change, firm: Callable[[int], bool], n: int) -> bool:
                for x, y in ((h, g), (g, h)))
 
 
-def _links(changes: List[_Change], firm: Callable[[int], bool], n: int) -> List[Tuple[int, int]]:
-    """Pairs of changes (by index) of different sides that go together: enough of them to
-    join the same changes as every such pair would.  One sweep in order of the zones.
+def _links(changes: List[_Change], firm: Callable[[int], bool], n: int) -> Tuple[List[int], set]:
+    """The changes (by index) of different sides that go together: a union-find forest
+    (each change's parent) of the sets they make, and the changes joined to any other.
+    One sweep in order of the zones.
 
     Swept in that order, a change's zone shares a line with (or holds strictly inside)
     every open zone of the other side that ends past its start: those go together for
-    certain, so it is linked to one change of each set already joined that reaches past
-    it.  Only zones that end where it starts are weighed one by one (`_meet`).  So zones
-    that all overlap (a long checklist both sides re-ticked) cost n log n, not n squared.
+    certain, so it joins the set of each that reaches past it at once.  Only zones that
+    end where it starts are weighed one by one (`_meet`).  So zones that all overlap (a
+    long checklist both sides re-ticked) cost n log n, not n squared.
     """
     parent = list(range(len(changes)))
-
-    def root(k: int) -> int:
-        while parent[k] != k:
-            parent[k] = k = parent[parent[k]]
-        return k
+    joined: set = set()
 
     def widen(reach: dict, key: int, hi: int, member: int) -> None:
         if reach.get(key, (-1,))[0] < hi:
             reach[key] = (hi, member)
 
     def join(k: int, t: int) -> None:  # t's set joins k's
-        r_t, r_k = root(t), root(k)
+        r_t, r_k = _root(parent, t), _root(parent, k)
         parent[r_t] = r_k
         for reach in reaches:
             if r_t in reach:
                 widen(reach, r_k, *reach.pop(r_t))
-        links.append((k, t))
+        joined.update((k, t))
 
-    links: List[Tuple[int, int]] = []
     ends: Tuple[list, list] = ([], [])  # per side, a heap of (zone_hi, index) of the open zones
     reaches: Tuple[dict, dict] = ({}, {})  # per side, {root of a set: (furthest zone_hi, its change)}
     zones = [(c.zone_lo, c.zone_hi) for c in changes]
@@ -311,30 +307,32 @@ def _links(changes: List[_Change], firm: Callable[[int], bool], n: int) -> List[
             touching.append(heapq.heappop(heap))
         for entry in touching:
             heapq.heappush(heap, entry)
-            if root(entry[1]) != root(k) and _meet(c, changes[entry[1]], firm, n):
+            if _root(parent, entry[1]) != _root(parent, k) and _meet(c, changes[entry[1]], firm, n):
                 join(k, entry[1])
         heapq.heappush(ends[c.side], (c.zone_hi, k))
-        widen(reaches[c.side], root(k), c.zone_hi, k)
-    return links
+        widen(reaches[c.side], _root(parent, k), c.zone_hi, k)
+    return parent, joined
 
 
-def _groups(changes: List[_Change], links: List[Tuple[int, int]], tied: set) -> List[list]:
+def _root(parent: List[int], k: int) -> int:
+    """The root of k's set in a union-find forest, halving the path to it on the way."""
+    while parent[k] != k:
+        parent[k] = k = parent[parent[k]]
+    return k
+
+
+def _groups(changes: List[_Change], forest: List[int], joined: set, tied: set) -> List[list]:
     """[lo, hi, members, zone_lo, zone_hi]: the changes that go together, in base order
-    (step 7); a group of several spans its zones, everywhere its changes may sit."""
-    parent = list(range(len(changes)))
-
-    def root(k: int) -> int:
-        while parent[k] != k:
-            parent[k] = k = parent[parent[k]]
-        return k
-
+    (step 7): `_links`'s sets, and the `tied` changes as one; a group of several spans
+    its zones, everywhere its changes may sit."""
+    parent = list(forest)
     ends = sorted(tied)
-    for x, y in chain(links, zip(ends, ends[1:])):
-        parent[root(x)] = root(y)
-    joined = tied.union(chain.from_iterable(links))
+    for x, y in zip(ends, ends[1:]):
+        parent[_root(parent, x)] = _root(parent, y)
+    joined = joined | tied
     several: dict = {}
     for k in sorted(joined):
-        several.setdefault(root(k), []).append(k)
+        several.setdefault(_root(parent, k), []).append(k)
     groups = [[c.lo, c.hi, [k], c.zone_lo, c.zone_hi] for k, c in enumerate(changes) if k not in joined]
     for members in several.values():
         zone = [min(changes[k].zone_lo for k in members), max(changes[k].zone_hi for k in members)]

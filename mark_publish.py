@@ -368,7 +368,7 @@ def update_section(
     then = edited[found.start:found.end]
     last: Dict[str, object] = {}  # what the latest attempt did: the section's anchor, and whether it merged
 
-    def put(_base: str, _ours: str, latest: str) -> Tuple[str, bool]:
+    def put(base: str, ours: str, latest: str) -> Tuple[str, bool]:
         """The merge loop's merge: `latest` with `body` as the section, merged with the
         section there where it changed since `then` (the loop's base and ours go unused)."""
         found = _find_section(latest, section, path)
