@@ -385,19 +385,7 @@ def update_section(
     repairs: List[int] = []
     # The first attempt is the write; max_retries more may follow, as in mark_publish.
     outcome = _publish_change(client, path, "", body, since, None, max_retries + 1, metadata, repairs, put)
-    anchor = last["anchor"]
-    if outcome.kind == "ok" and not last["merged"] and not repairs:
-        return PublishResult("ok", version=outcome.version, section=anchor, merged=False)
-    if outcome.kind == "ok":
-        return PublishResult("ok", version=outcome.version, section=anchor, merged=True,
-                             base_version=since, their_version=outcome.their_version,
-                             repaired=_first(repairs), body=outcome.text)
-    if outcome.kind == "overlap":
-        return PublishResult("conflict", section=anchor, your_version=expected_version,
-                             current_version=outcome.version, mergeable=False, repaired=_first(repairs),
-                             body=outcome.text)
-    return PublishResult("conflict", section=anchor, your_version=expected_version, current_version=outcome.version,
-                         mergeable=False, reason="contention", retries=max_retries, repaired=_first(repairs))
+    return _answer(outcome, not last["merged"], since, expected_version, repairs, max_retries, last["anchor"])
 
 
 # ----------------------------------------------------------- the merge loop
@@ -426,16 +414,24 @@ def _merge(client: MarkClient, path: str, body: str, expected_version: int, curr
         return _base_unavailable(client, path, expected_version)
     repairs: List[int] = []
     outcome = _publish_change(client, path, base, body, current, mine, max_retries, metadata, repairs)
-    if outcome.kind == "ok" and outcome.text == body and not repairs:
-        return PublishResult("ok", version=outcome.version, merged=False)
+    return _answer(outcome, outcome.text == body, expected_version, expected_version, repairs, max_retries)
+
+
+def _answer(outcome: _Outcome, plain: bool, base_version: int, your_version: Optional[int], repairs: List[int],
+            max_retries: int, section: Optional[str] = None) -> PublishResult:
+    """The caller's answer once the merge loop ended in `outcome`; `plain`: what it
+    published is what the caller sent, merged with nothing."""
+    shared = dict(section=section, repaired=_first(repairs))
+    if outcome.kind == "ok" and plain and not repairs:
+        return PublishResult("ok", version=outcome.version, section=section, merged=False)
     if outcome.kind == "ok":
-        return PublishResult("ok", version=outcome.version, merged=True, base_version=expected_version,
-                             their_version=outcome.their_version, repaired=_first(repairs), body=outcome.text)
+        return PublishResult("ok", version=outcome.version, merged=True, base_version=base_version,
+                             their_version=outcome.their_version, body=outcome.text, **shared)
     if outcome.kind == "overlap":
-        return PublishResult("conflict", your_version=expected_version, current_version=outcome.version,
-                             mergeable=False, repaired=_first(repairs), body=outcome.text)
-    return PublishResult("conflict", your_version=expected_version, current_version=outcome.version,
-                         mergeable=False, reason="contention", retries=max_retries, repaired=_first(repairs))
+        return PublishResult("conflict", your_version=your_version, current_version=outcome.version,
+                             mergeable=False, body=outcome.text, **shared)
+    return PublishResult("conflict", your_version=your_version, current_version=outcome.version,
+                         mergeable=False, reason="contention", retries=max_retries, **shared)
 
 
 def _publish_change(client: MarkClient, path: str, base: str, ours: str, current: int, sent: Optional[_Sent],
