@@ -217,9 +217,7 @@ def bench_diff3(args) -> None:
                 git_times += [timed(lambda: subprocess.run(command, capture_output=True))
                               for _ in range(3 if command else 0)]
             ours_ms = best[label] = 1000 * min(ours_times)
-            smaller = best.get(label.replace("10 MiB", "1 MiB"))
-            growth_cell = f"{ours_ms / smaller:5.1f}" if smaller and label.endswith("10 MiB") else "-"
-            git_growth_cell = "-"
+            growth_cell, git_growth_cell = growth(best, label, 5), "-"
             tracemalloc.start()
             merged, _ = diff3(base, ours, theirs)
             peak = tracemalloc.get_traced_memory()[1]
@@ -228,9 +226,7 @@ def bench_diff3(args) -> None:
             git_cell = ratio_cell = git_conflicts = "-"
             if command:
                 git_ms = git_best[label] = 1000 * min(git_times)
-                git_smaller = git_best.get(label.replace("10 MiB", "1 MiB"))
-                if git_smaller and label.endswith("10 MiB"):
-                    git_growth_cell = f"{git_ms / git_smaller:7.1f}"
+                git_growth_cell = growth(git_best, label, 7)
                 git_out = subprocess.run(command, capture_output=True).stdout.decode()
                 git_cell, ratio_cell = f"{git_ms:8.1f}", f"{ours_ms / git_ms:6.2f}"
                 git_conflicts = conflicts(git_out)
@@ -248,6 +244,12 @@ conflicts, git = conflict blocks / lines inside them in diff3's and git's result
   (adjacent edits, and a section in while another goes out, are clean by design);
 random ticks: beyond the classes, ours re-ticks a checklist at random: no line is unique,
   so diff3 makes the change it meets one conflict; both re-tick: theirs re-ticks it too.""")
+
+
+def growth(best: dict, label: str, width: int) -> str:
+    """A 10 MiB row's best time over its class's at 1 MiB (the x1M cells), else "-"."""
+    smaller = best.get(label.replace("10 MiB", "1 MiB"))
+    return f"{best[label] / smaller:{width}.1f}" if smaller and label.endswith("10 MiB") else "-"
 
 
 def two_way(base: str, ours: str, theirs: str) -> None:

@@ -244,9 +244,9 @@ def after_conflict(
         if current == expected_version + 1:
             return PublishResult("ok", version=current, merged=False)
         repair = _repair(client, path, mine, current, max_retries, metadata, repairs, keep=False)
-        edited = _base(client, path, expected_version)
         # It could not be undone, only merged with; or writers who built on it kept it: the edit is in.
-        if repair.kind == "ok" or edited is not None and _carries(repair.text, edited, body):
+        if repair.kind == "ok" or (edited := _base(client, path, expected_version)) is not None \
+                and _carries(repair.text, edited, body):
             return PublishResult("ok", version=repair.version, merged=True, base_version=expected_version,
                                  their_version=repair.their_version, repaired=repairs[0], body=repair.text)
         current = repair.version

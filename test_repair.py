@@ -297,7 +297,6 @@ def test_a_section_write_whose_answer_was_lost_is_found(fake, client):
     assert server.publishes() == ["/p"]  # found by reading back, not sent twice
 
 
-
 def test_fail_mode_answers_ok_when_writers_who_built_on_its_stale_write_kept_it(fake, client):
     ours = BASE.replace("Intro.\n", "Intro.\nOurs.\n")
     rewrites = lambda who: lambda fake: fake.versions.append(fake.versions[-1].replace("Intro.", f"Intro, {who}."))
