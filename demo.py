@@ -26,7 +26,8 @@ import sys
 import tempfile
 from typing import Callable, Optional
 
-from mark_publish import MarkClient, mark_publish, update_section
+from mark_publish import MarkClient, mark_publish
+from mark_sections import update_section
 from mark_server import serve
 from testkit import add_line, replace_line, section_of, sectioned_document, together
 

@@ -55,9 +55,9 @@ try:
 except ImportError:
     raise ImportError("the MCP server needs the mcp SDK: pip install 'mark-publish[mcp]'") from None
 
-from mark_publish import (
-    DEFAULT_TIMEOUT, MARK_PORT, MarkClient, MarkError, MarkResponse, PublishResult, after_conflict, update_section,
-)
+from mark_client import DEFAULT_TIMEOUT, MARK_PORT, MarkClient, MarkError, MarkResponse
+from mark_publish import PublishResult, after_conflict
+from mark_sections import fetch_section, update_section
 
 __version__ = "0.2.0"  # the release this file is from; vendored copies keep saying it
 __all__ = ["create_server", "main"]
@@ -207,8 +207,10 @@ class _Documents:
             client, path = self._target(url)
             # FETCH through fetch(): the body the version number names, never a lagging link's;
             # with #anchor, that section only.
+            if hash_sign:
+                return _answer(_exchange(lambda: fetch_section(client, path, hash_sign + anchor)), first)
             send = client.fetch if verb == "FETCH" else lambda path: client.request(verb, path)
-            return _answer(_exchange(lambda: send(path + hash_sign + anchor)), first)
+            return _answer(_exchange(lambda: send(path)), first)
 
         read.__name__ = name  # which names the tool in the SDK's argument errors
         return read

@@ -1,10 +1,10 @@
-"""Mark over QUIC: the mark:// transport of mark_publish.py, as the real Demarkus servers speak it.
+"""Mark over QUIC: the mark:// transport of mark_client.py, as the real Demarkus servers speak it.
 
-    MarkClient("mark://docs.example.com")     # mark_publish.py imports this file for mark:// URLs only
+    MarkClient("mark://docs.example.com")     # mark_client.py imports this file for mark:// URLs only
 
 QUIC v1, TLS 1.3 and ALPN "mark"; one connection per client, a stream per
 request (see `QuicLink`).  Needs aioquic (`pip install 'mark-publish[quic]'`);
-vendor it beside mark_publish.py, which gives http(s):// alone.
+vendor it beside mark_client.py, which gives http(s):// alone.
 """
 
 import asyncio
@@ -18,7 +18,7 @@ from aioquic.asyncio import QuicConnectionProtocol, connect
 from aioquic.quic.configuration import QuicConfiguration
 from aioquic.quic.events import ConnectionTerminated, StreamDataReceived
 
-from mark_publish import MarkError, _AnswerLost, _Refused
+from mark_client import MarkError
 
 __version__ = "0.2.0"  # the release this file is from; vendored copies keep saying it
 __all__ = ["QuicLink"]
@@ -76,7 +76,8 @@ class QuicLink:
     def exchange(self, request: bytes, doing: str, timeout: float, retry: bool, limit: int) -> bytes:
         """The whole answer to `request`, by `timeout`, at most `limit` bytes; `retry`: safe to send twice.
 
-        Raises _Refused for an empty answer: the stream ended without a byte.
+        An empty answer (the stream ended without a byte) is a refusal: the request
+        was not handled.
         """
         if self._stopped:
             raise MarkError("transport", f"{doing}: this client is closed")
@@ -87,8 +88,8 @@ class QuicLink:
         except concurrent.futures.TimeoutError:
             future.cancel()
             self._loop.call_soon_threadsafe(self._drop)  # the next request starts on a new connection
-            failure = _AnswerLost if sent else MarkError
-            raise failure("transport", f"{doing}: no whole answer within the timeout") from None
+            raise MarkError("transport", f"{doing}: no whole answer within the timeout",
+                            may_have_landed=bool(sent)) from None
 
     async def _exchange(self, request: bytes, doing: str, retry: bool, limit: int, sent: list) -> bytes:
         while True:
@@ -101,7 +102,8 @@ class QuicLink:
             while chunk := await reader.read(1 << 16):
                 size += len(chunk)
                 if size > limit:
-                    raise _AnswerLost("transport", f"{doing}: the answer is larger than {limit} bytes")
+                    raise MarkError("transport", f"{doing}: the answer is larger than {limit} bytes",
+                                    may_have_landed=True)
                 chunks.append(chunk)
             stream = writer.get_extra_info("stream_id")
             protocol._stream_readers.pop(stream, None)  # aioquic keeps every stream's reader otherwise
@@ -111,13 +113,12 @@ class QuicLink:
                     # Refused unread (the real server's rate limit), and the real
                     # server never frees such a stream's slot: a new connection.
                     self._drop()
-                    raise _Refused()
                 return b"".join(chunks)
             # The stream ended because the connection did: the answer is not whole.
             self._drop()
             if not retry:
-                raise _AnswerLost("transport", f"{doing}: the connection closed before the whole answer came "
-                                               f"({protocol.closed_because})")
+                raise MarkError("transport", f"{doing}: the connection closed before the whole answer came "
+                                             f"({protocol.closed_because})", may_have_landed=True)
             retry = False
 
     async def _connected(self, doing: str):

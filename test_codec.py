@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-import mark_publish
+import mark_client
 import mark_server
 from mark_server import MarkFailure, read_request
 
@@ -21,7 +21,7 @@ def codec_block(file: str) -> str:
 
 
 def test_client_and_server_hold_the_same_codec():
-    assert codec_block("mark_publish.py") == codec_block("mark_server.py")
+    assert codec_block("mark_client.py") == codec_block("mark_server.py")
 
 
 # value, as written: plain where yaml.v3 writes it so, else a double-quoted scalar
@@ -51,7 +51,7 @@ WRITTEN = [
 ]
 
 
-@pytest.mark.parametrize("module", [mark_publish, mark_server], ids=["client", "server"])
+@pytest.mark.parametrize("module", [mark_client, mark_server], ids=["client", "server"])
 @pytest.mark.parametrize("value,written", WRITTEN, ids=[w[1] for w in WRITTEN])
 def test_values_are_written_as_yaml_and_read_back(module, value, written):
     text = module.write_frontmatter({"key": value})
@@ -75,7 +75,7 @@ READ = [
 @pytest.mark.parametrize("line,meaning", READ, ids=[r[0] for r in READ])
 def test_lines_read_alike_by_client_and_server(line, meaning):
     text = f"---\n{line}\n---\nbody"
-    assert mark_publish.read_frontmatter(text) == (meaning, "body")
+    assert mark_client.read_frontmatter(text) == (meaning, "body")
     assert read_request(text) == (meaning, "body")
 
 
@@ -86,7 +86,7 @@ MALFORMED = ["k:v", "k: |", "k: [1]", "  k: v", 'k: "open', 'k: "\\q"', 'k: "\\u
 def test_malformed_lines_are_refused_by_both(line):
     text = f"---\n{line}\n---\n"
     with pytest.raises(ValueError):
-        mark_publish.read_frontmatter(text)
+        mark_client.read_frontmatter(text)
     with pytest.raises(MarkFailure) as failure:
         read_request(text)
     assert failure.value.status == "bad-request"

@@ -1,4 +1,4 @@
-"""mark_publish.py against servers that misbehave on purpose: raw sockets on 127.0.0.1.
+"""mark_client.py against servers that misbehave on purpose: raw sockets on 127.0.0.1.
 
 Each case is a server that answers wrongly (redirects, trickles, floods,
 compresses, cuts off, lies about its content-hash) or a relay in front of
@@ -14,7 +14,7 @@ import time
 import pytest
 import responses
 
-import mark_publish as mp
+import mark_client as mc
 from mark_publish import MarkClient, MarkError, mark_append, mark_publish
 
 TOKEN = "hostile-test-token"
@@ -159,7 +159,7 @@ def test_timeout_is_a_deadline_for_a_trickling_answer(raw, head, drip):
 
 
 def test_oversized_answer_is_refused_from_its_length(raw):
-    server = raw(lambda conn, request: conn.sendall(http(b"", length=mp.MAX_RESPONSE_BYTES + 1)))
+    server = raw(lambda conn, request: conn.sendall(http(b"", length=mc.MAX_RESPONSE_BYTES + 1)))
     with pytest.raises(MarkError, match="larger than"):
         MarkClient(server.url).fetch("/p")
 
@@ -168,7 +168,7 @@ def test_oversized_answer_without_length_is_refused_while_it_arrives(raw):
     def flood(conn, request):
         conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/markdown\r\nConnection: close\r\n\r\n")
         chunk = b"x" * (1 << 20)
-        for _ in range(mp.MAX_RESPONSE_BYTES // len(chunk) + 4):  # bounded: a little past the cap
+        for _ in range(mc.MAX_RESPONSE_BYTES // len(chunk) + 4):  # bounded: a little past the cap
             conn.sendall(chunk)
 
     server = raw(flood)

@@ -9,14 +9,16 @@ import pytest
 
 import diff3
 import mark_mcp
+import mark_client
 import mark_publish
+import mark_sections
 import mark_quic
 import mark_server
 
 
 def test_every_file_says_the_release_the_metadata_says():
-    versions = {diff3.__version__, mark_publish.__version__, mark_quic.__version__, mark_server.__version__,
-                mark_mcp.__version__}
+    versions = {diff3.__version__, mark_client.__version__, mark_publish.__version__, mark_sections.__version__,
+                mark_quic.__version__, mark_server.__version__, mark_mcp.__version__}
     assert versions == {importlib.metadata.version("mark-publish")}
 
 
@@ -54,7 +56,7 @@ def test_http_needs_no_aioquic_and_mark_urls_say_what_to_install(tmp_path):
         "    print(error)\n")
     assert run.stdout.splitlines() == [  # one exception type, which says what to install
         "ok",
-        "mark:// URLs need aioquic and mark_quic.py beside mark_publish.py: pip install 'mark-publish[quic]'",
+        "mark:// URLs need aioquic and mark_quic.py beside mark_client.py: pip install 'mark-publish[quic]'",
         "Mark over QUIC needs aioquic: pip install 'mark-publish[quic]'",
     ], run.stderr
 

@@ -8,9 +8,11 @@ import pytest
 import requests
 import responses
 
+import mark_client as mc
 import mark_publish as mp
 from mark_publish import (MarkClient, MarkError, MarkResponse, PublishResult,
-                          mark_append, mark_publish, merge_and_publish, update_section)
+                          mark_append, mark_publish, merge_and_publish)
+from mark_sections import update_section
 
 URL = "http://127.0.0.1:6309"
 TOKEN = "s3cret-token"
@@ -58,7 +60,7 @@ def sent(mock):
     """(verb, path, metadata, body) of each request, in order."""
     out = []
     for call in mock.calls:
-        metadata, body = mp.read_frontmatter(call.request.body.decode()) if call.request.body else ({}, "")
+        metadata, body = mc.read_frontmatter(call.request.body.decode()) if call.request.body else ({}, "")
         out.append((call.request.method, call.request.path_url, metadata, body))
     return out
 
@@ -174,10 +176,10 @@ def test_base_version_cache_is_bounded_and_reused(mock, client):
     for _ in range(3):
         assert client.fetch("/p", version=1).body == "one"
     assert len(mock.calls) == 1
-    for n in range(2, mp._CACHED_VERSIONS + 2):
+    for n in range(2, mc._CACHED_VERSIONS + 2):
         add(mock, "FETCH", f"/p/v{n}", mark("ok", str(n), version=n))
         client.fetch("/p", version=n)
-    assert len(client._versions) == mp._CACHED_VERSIONS and ("/p", 1) not in client._versions
+    assert len(client._versions) == mc._CACHED_VERSIONS and ("/p", 1) not in client._versions
 
 
 def test_merge_and_publish_directly(mock, client):
@@ -351,21 +353,21 @@ def test_missing_version_field_is_a_clear_error(mock, client):
     "rocket \U0001F680", "true", "null", "007", " leading", "trailing ", "- dash", "[x]", "{y}",
 ])
 def test_frontmatter_round_trip(value):
-    text = mp.write_frontmatter({"k": value, "auth": "t"}) + "body"
-    assert mp.read_frontmatter(text) == ({"k": value, "auth": "t"}, "body")
+    text = mc.write_frontmatter({"k": value, "auth": "t"}) + "body"
+    assert mc.read_frontmatter(text) == ({"k": value, "auth": "t"}, "body")
     assert "\ud83d" not in text  # no surrogate pairs, as json.dumps would write
 
 
 def test_writer_escapes_like_yaml():
-    assert mp.write_scalar("a\"b\\c\x85\U0001F680\ufeff") == '"a\\"b\\\\c\\x85\\U0001f680\\ufeff"'
-    assert mp.write_frontmatter({}) == "---\n\n---\n"
-    assert mp.write_frontmatter({"b": "1", "a": "x"}) == '---\na: x\nb: "1"\n---\n'
+    assert mc.write_scalar("a\"b\\c\x85\U0001F680\ufeff") == '"a\\"b\\\\c\\x85\\U0001f680\\ufeff"'
+    assert mc.write_frontmatter({}) == "---\n\n---\n"
+    assert mc.write_frontmatter({"b": "1", "a": "x"}) == '---\na: x\nb: "1"\n---\n'
 
 
 @pytest.mark.parametrize("bad", [{"a b": "x"}, {"": "x"}, {"k": 1}])
 def test_writer_rejects_bad_metadata(bad):
     with pytest.raises((ValueError, TypeError)):
-        mp.write_frontmatter(bad)
+        mc.write_frontmatter(bad)
 
 
 @pytest.mark.parametrize("line,value", [
@@ -375,7 +377,7 @@ def test_writer_rejects_bad_metadata(bad):
     ('k: "\\x41\\u00e9\\U0001F680"', "A\u00e9\U0001F680"), ("k: a: b", "a: b"),
 ])
 def test_reader_accepts_real_quoting(line, value):
-    metadata, body = mp.read_frontmatter(f"---\n{line}\n---\nrest")
+    metadata, body = mc.read_frontmatter(f"---\n{line}\n---\nrest")
     assert body == "rest"
     if value is None:
         assert metadata == {"1": "x"}
@@ -390,7 +392,7 @@ def test_reader_accepts_real_quoting(line, value):
 ])
 def test_reader_rejects_what_it_cannot_read(text):
     with pytest.raises(ValueError):
-        mp.read_frontmatter(text)
+        mc.read_frontmatter(text)
 
 
 def test_body_starting_with_dashes_survives_both_ways(mock, client):

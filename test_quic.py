@@ -22,6 +22,7 @@ from aioquic.asyncio.server import QuicServer  # noqa: E402
 from aioquic.quic.configuration import QuicConfiguration  # noqa: E402
 from cryptography.hazmat.primitives.serialization import Encoding, NoEncryption, PrivateFormat  # noqa: E402
 
+import mark_client  # noqa: E402
 import mark_publish  # noqa: E402
 import mark_server  # noqa: E402
 from mark_publish import MarkClient, MarkError, mark_append, mark_publish as publish_merging  # noqa: E402
@@ -310,7 +311,7 @@ def test_an_empty_answer_is_a_refusal_sent_again_on_a_new_connection(peer):
 
 
 def test_a_server_that_keeps_refusing_is_its_own_kind_of_error(peer, monkeypatch):
-    monkeypatch.setattr(mark_publish, "REFUSED_TRIES", 3)
+    monkeypatch.setattr(mark_client, "REFUSED_TRIES", 3)
     wall = peer(lambda request: b"")
     with MarkClient(wall.url, verify=False, timeout=30) as c:
         with pytest.raises(MarkError, match="refused the request 3 times") as failure:
@@ -328,7 +329,7 @@ def test_a_wrong_alpn_is_refused(peer):
 
 
 def test_an_answer_past_the_limit_is_refused(peer, monkeypatch):
-    monkeypatch.setattr(mark_publish, "MAX_RESPONSE_BYTES", 1000)
+    monkeypatch.setattr(mark_client, "MAX_RESPONSE_BYTES", 1000)
     big = peer(lambda request: b"---\nstatus: ok\n---\n" + b"x" * 5000)
     with MarkClient(big.url, verify=False, timeout=5) as c:
         with pytest.raises(MarkError, match="larger than 1000 bytes"):

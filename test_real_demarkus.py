@@ -14,7 +14,8 @@ import sys
 
 import pytest
 
-from mark_publish import MarkClient, mark_append, mark_publish, update_section
+from mark_publish import MarkClient, mark_append, mark_publish
+from mark_sections import fetch_section, update_section
 from testkit import (REAL_DEMARKUS, add_line, inside_loopback, real_demarkus, replace_line, section_of,
                      section_publish, sectioned_document, together, write_rounds)
 
@@ -131,5 +132,5 @@ else:
         c.publish(PATH, base, expected_version=0)
         res = update_section(c, PATH, "#b", section_of(add_line(base, "B", "B's line"), "B"), expected_version=1)
         assert res.to_text() == "status: ok\nversion: 2\nsection: #b\nmerged: false\n"
-        assert c.fetch(PATH + "#b").body == section_of(add_line(base, "B", "B's line"), "B")
+        assert fetch_section(c, PATH, "#b").body == section_of(add_line(base, "B", "B's line"), "B")
         assert c.fetch(PATH).body == add_line(base, "B", "B's line")

@@ -17,8 +17,10 @@ import pytest
 import requests
 import responses
 
+import mark_client as mc
 import mark_publish as mp
-from mark_publish import MarkClient, MarkError, mark_publish, merge_and_publish, update_section
+from mark_publish import MarkClient, MarkError, mark_publish, merge_and_publish
+from mark_sections import update_section
 from testkit import add_line, section_of, sectioned_document
 
 URL = "http://127.0.0.1:6309"
@@ -46,7 +48,7 @@ class FakeMark:
 
     def answer(self, request):
         path = request.path_url
-        metadata, body = mp.read_frontmatter(request.body.decode()) if request.body else ({}, "")
+        metadata, body = mc.read_frontmatter(request.body.decode()) if request.body else ({}, "")
         self.requests.append((request.method, path))
         if request.method == "VERSIONS":
             return self.reply("ok", current=len(self.versions), total=len(self.versions))
@@ -90,7 +92,7 @@ class FakeMark:
     @staticmethod
     def reply(status, body="", **metadata):
         metadata["status"] = status
-        text = mp.write_frontmatter({k.replace("_", "-"): str(v) for k, v in metadata.items()}) + body
+        text = mc.write_frontmatter({k.replace("_", "-"): str(v) for k, v in metadata.items()}) + body
         return 200, {"Content-Length": str(len(text.encode()))}, text
 
     def publishes(self):
@@ -134,18 +136,23 @@ def test_a_stale_write_that_overlaps_what_it_overwrote_is_undone(fake, client):
     assert "<<<<<<< ours\nIntro, ours.\n=======\nIntro, theirs.\n>>>>>>> theirs\n" in res.body
 
 
+@pytest.mark.parametrize("eol", ["\n", "\r\n"], ids=["LF", "CRLF"])
 @pytest.mark.parametrize("mode", ["merge", "fail", "candidate"])
-def test_a_writer_that_built_on_the_stale_write_gets_both_lines_back(fake, client, mode):
-    first = BASE.replace("Middle.\n", "Middle.\nX1\n")  # X's edit, told it landed as v2
-    server = fake(BASE)
+def test_a_writer_that_built_on_the_stale_write_makes_it_raise_naming_the_lost_version(fake, client, mode, eol):
+    base, ours = BASE.replace("\n", eol), OURS.replace("\n", eol)
+    first = base.replace(f"Middle.{eol}", f"Middle.{eol}X1{eol}")  # X's edit, told it landed as v2
+    server = fake(base)
     server.race = [lands(first)]  # ours lands as v3 over it
-    # X goes on from what it reads next, v3, which lacks X1: X2 lands where X1 stood.
-    server.after_fetch = {"/p/v3": lands(OURS.replace("Middle.\n", "Middle.\nX2\n"))}
-    res = mark_publish(client, "/p", OURS, 1, on_conflict=mode)
-    # Neither merging X1 back nor undoing ours is clean (X1 and X2 at one place): both are kept, X1
-    # first, and ours with them, so every mode answers ok: the edit is in the document.
-    assert server.versions[-1] == OURS.replace("Middle.\n", "Middle.\nX1\nX2\n")
-    assert (res.status, res.version, res.repaired, res.body) == ("ok", 5, 2, server.versions[-1])
+    # X goes on from what it reads next, v3, which lacks X1: X2 lands where X1 stood.  Neither
+    # merging X1 back (it meets X2) nor undoing ours (X built on it) restores v2 exactly.
+    server.after_fetch = {"/p/v3": lands(ours.replace(f"Middle.{eol}", f"Middle.{eol}X2{eol}"))}
+    with pytest.raises(MarkError, match="over version 2") as caught:
+        mark_publish(client, "/p", ours, 1, on_conflict=mode)
+    assert (caught.value.status, caught.value.metadata["lost-version"]) == ("overwritten", "2")
+    assert server.versions[:4] == [base, first, ours, ours.replace(f"Middle.{eol}", f"Middle.{eol}X2{eol}")]
+    # Nothing published after: no guess, and never a marker line (this once published both, or markers).
+    assert len(server.versions) == 4
+    assert not any(line.startswith(("<<<<<<<", ">>>>>>>")) for text in server.versions for line in text.splitlines())
 
 
 def test_fail_mode_undoes_its_stale_write(fake, client):
@@ -258,7 +265,7 @@ def test_http_refusals_are_sent_again_after_retry_after(client, status):
 
 
 def test_an_http_server_that_keeps_refusing_is_refused(client, monkeypatch):
-    monkeypatch.setattr(mp, "REFUSED_TRIES", 3)
+    monkeypatch.setattr(mc, "REFUSED_TRIES", 3)
     with responses.RequestsMock() as mock:
         for _ in range(3):
             mock.add("PUBLISH", URL + "/p", status=429, headers={"Retry-After": "0"})
@@ -297,36 +304,38 @@ def test_a_section_write_whose_answer_was_lost_is_found(fake, client):
     assert server.publishes() == ["/p"]  # found by reading back, not sent twice
 
 
-def test_fail_mode_answers_ok_when_writers_who_built_on_its_stale_write_kept_it(fake, client):
-    ours = BASE.replace("Intro.\n", "Intro.\nOurs.\n")
-    rewrites = lambda who: lambda fake: fake.versions.append(fake.versions[-1].replace("Intro.", f"Intro, {who}."))
-    server = fake(BASE)
-    # Ours lands as v3 over their v2, its answer lost; X rewrites the intro on v3 (ours with it) while
-    # ours is being undone, Y on the undone version.  X's and Y's lines meet, so both are kept, X's
-    # first, and X's version brings ours back: ours is in the document, and the answer says ok.
-    server.race = [lands(THEIRS), rewrites("X"), rewrites("Y")]
-    server.lose_answer = True
-    res = mark_publish(client, "/p", ours, 1)
-    final = server.versions[-1]
-    assert final == BASE.replace("Intro.\n", "Intro, X.\nOurs.\nIntro, Y.\n").replace("End.", "End, theirs.")
-    assert (res.status, res.merged, res.repaired, res.body) == ("ok", True, 2, final)
-
-
-def test_fail_mode_undoes_its_stale_write_under_a_writer_who_built_on_it(fake, client):
+@pytest.mark.parametrize("lost_answer", [False, True], ids=["answered", "answer-lost"])
+def test_an_undo_that_lands_over_another_writer_raises_naming_that_version(fake, client, lost_answer):
     ours = BASE.replace("Intro.\n", "Intro.\nOurs.\n")
     server = fake(BASE)
+    # Ours lands as v3 over their v2; X builds on v3 between the undo's check and its write, so
+    # the undo (v2's body again) is stored as v5 over X's v4: v2 is back, X's edit is not.
     server.race = [lands(THEIRS), lambda fake: fake.versions.append(fake.versions[-1].replace("Intro.", "Intro, X."))]
-    res = mark_publish(client, "/p", ours, 1)
-    final = server.versions[-1]  # X's edit and theirs stay, ours (which X found in v3) goes
-    assert final == BASE.replace("Intro.", "Intro, X.").replace("End.", "End, theirs.")
-    assert (res.status, res.current_version, res.repaired) == ("conflict", len(server.versions), 2)
+    server.lose_answer = lost_answer
+    with pytest.raises(MarkError, match="over version 4") as caught:
+        mark_publish(client, "/p", ours, 1)
+    assert (caught.value.status, caught.value.metadata["lost-version"]) == ("overwritten", "4")
+    assert server.versions == [BASE, THEIRS, ours, ours.replace("Intro.", "Intro, X."), THEIRS]
+    assert len(server.publishes()) == 2  # the write and its undo: never a merge in fail mode
+
+
+@pytest.mark.parametrize("mode", ["fail", "candidate"])
+def test_an_undone_edit_that_only_reorders_lines_is_not_answered_ok(fake, client, mode):
+    ours = BASE.replace("Intro.\n\nMiddle.", "Middle.\n\nIntro.")  # the same lines, in another order
+    server = fake(BASE)
+    server.race = [lands(THEIRS)]  # ours lands as v3 over their v2, and is undone
+    res = mark_publish(client, "/p", ours, 1, on_conflict=mode)
+    assert server.versions == [BASE, THEIRS, ours, THEIRS]
+    assert (res.status, res.repaired) == ("conflict" if mode == "fail" else "merge-candidate", 2)
 
 
 def test_random_races_lose_nothing_and_answer_truly(monkeypatch):
     """Writers land at random between our checks and writes, after our reads, and answers get
     lost: whatever the call answers, every line another writer was told landed is in the
     document, and the call's own line is there exactly when it answers ok (or when its
-    unpublished candidate is the document as it is)."""
+    unpublished candidate is the document as it is); or the call raises "overwritten", and
+    what is missing is in the version it names.  It never sends more than its budget of
+    PUBLISHes, and never publishes a marker line."""
     monkeypatch.setattr(mp, "RETRY_PAUSE", 0)
     rng = random.Random(16)  # its races once made a fail-mode call answer conflict for an edit in place
     for case in range(400):
@@ -353,12 +362,24 @@ def test_random_races_lose_nothing_and_answer_truly(monkeypatch):
             server.lose_answer = rng.random() < 0.15
             server.after_fetch = {rng.choice(["/p", f"/p/v{rng.randint(1, expected + 3)}"]): lands_now}
             mode = rng.choice(["merge", "fail", "candidate", "section"])
-            if mode == "section":
-                res = update_section(client, "/p", "## W0", section_of(ours, "W0"), expected_version=expected)
-            else:
-                res = mark_publish(client, "/p", ours, expected, on_conflict=mode)
+            try:
+                if mode == "section":
+                    res = update_section(client, "/p", "## W0", section_of(ours, "W0"), expected_version=expected)
+                else:
+                    res = mark_publish(client, "/p", ours, expected, on_conflict=mode)
+            except MarkError as error:
+                assert error.status == "overwritten", case
+                res = error
         final = server.versions[-1]
-        assert [told_line for told_line in told if f"\n{told_line}\n" not in final] == [], case
+        assert len(server.publishes()) <= 1 + 3, case  # one budget per call: the write and max_retries more
+        assert not any(line.startswith(("<<<<<<<", "=======", ">>>>>>>")) for text in server.versions
+                       for line in text.splitlines()), case
+        missing = [told_line for told_line in told if f"\n{told_line}\n" not in final]
+        if isinstance(res, MarkError):  # what is missing is what the error names, and nothing else
+            lost = server.versions[int(res.metadata["lost-version"]) - 1]
+            assert missing and all(f"\n{told_line}\n" in lost for told_line in missing), case
+            continue
+        assert missing == [], case
         published = f"\n{line}\n" in final
         assert published == (res.status == "ok") or res.status == "merge-candidate" and res.body == final, case
 

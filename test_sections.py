@@ -7,7 +7,8 @@ from mcp import Client
 
 import mark_publish as mp
 from mark_mcp import create_server
-from mark_publish import MarkClient, update_section
+from mark_publish import MarkClient
+from mark_sections import fetch_section, update_section
 from testkit import add_line, replace_line, section_of, sectioned_document, together
 
 TOKEN = "section-test-token"
@@ -51,16 +52,16 @@ def test_anchors_are_demarkus_anchors(client):
         "#underlined": "Underlined\n==========\n\nu\n\n#\n\nafter an empty heading\n",
     }
     for anchor, text in sections.items():
-        page = client.fetch(PATH + anchor)
+        page = fetch_section(client, PATH, anchor)
         assert page.body == text, anchor
         assert (page.metadata["version"], page.metadata["section"]) == ("2", anchor)
-    assert client.fetch(PATH + "#RESULTS-1", version=2).body == sections["#results-1"]
+    assert fetch_section(client, PATH + "/v2", "#RESULTS-1").body == sections["#results-1"]
     with pytest.raises(ValueError, match="section #not-a-heading-code not found in /notes.md; available anchors: "
                                          "notes, results, detail, results-1, results-1-1, café-bold-code-link--more, "
                                          "underlined$"):  # demarkus's words
-        client.fetch(PATH + "#not-a-heading-code")
+        fetch_section(client, PATH, "#not-a-heading-code")
     # As demarkus does, an anchor that is no heading's is tried as a heading's text.
-    assert client.fetch(PATH + "#Café *bold* `code` [link](http://x) & more!").body == \
+    assert fetch_section(client, PATH, "#Café *bold* `code` [link](http://x) & more!").body == \
         sections["#café-bold-code-link--more"]
     with pytest.raises(ValueError, match="section ### Results not found"):  # the level must match
         update_section(client, PATH, "### Results", "### Results\n")
@@ -72,13 +73,13 @@ def test_headings_in_quotes_and_lists_count_and_in_comments_do_not(client):
     doc = ("# T\n\n> ## Quoted\n> text\n\n- ## Listed\n- item\n\n<!--\n## commented out\n-->\n\n"
            "> ```\n> ## quoted code\n> ```\n\n## Last\n")
     client.publish(PATH, doc, 1)
-    assert client.fetch(PATH + "#quoted").body == "> ## Quoted\n> text\n\n"
-    assert client.fetch(PATH + "#listed").body == "- ## Listed\n- item\n\n<!--\n## commented out\n-->\n\n" \
+    assert fetch_section(client, PATH, "#quoted").body == "> ## Quoted\n> text\n\n"
+    assert fetch_section(client, PATH, "#listed").body == "- ## Listed\n- item\n\n<!--\n## commented out\n-->\n\n" \
                                                   "> ```\n> ## quoted code\n> ```\n\n"
     with pytest.raises(ValueError, match="available anchors: t, quoted, listed, last$"):
-        client.fetch(PATH + "#commented-out")
+        fetch_section(client, PATH, "#commented-out")
     client.publish(PATH, "# T\n\n## ???\n\nq\n", 2)
-    assert client.fetch(PATH + "#").body == "## ???\n\nq\n"  # no letters: the empty anchor, as in demarkus
+    assert fetch_section(client, PATH, "#").body == "## ???\n\nq\n"  # no letters: the empty anchor, as in demarkus
 
 
 def test_a_missing_or_twice_named_section_is_an_error_and_nothing_is_written(client):
@@ -151,7 +152,7 @@ def test_a_section_can_be_renamed_and_sent_without_its_last_newline(client):
     res = update_section(client, PATH, "## B", "## Bee\n\nrenamed")
     assert (res.status, res.section) == ("ok", "#bee")
     assert current(client)[1] == BASE.replace("## B\n\nB's intro.\n\n", "## Bee\n\nrenamed\n")
-    assert client.fetch(PATH + "#bee").body == "## Bee\n\nrenamed\n"
+    assert fetch_section(client, PATH, "#bee").body == "## Bee\n\nrenamed\n"
     last = update_section(client, PATH, "D", "## D\n\nthe end")
     assert current(client)[1].endswith("## D\n\nthe end")
     assert last.version == 3
@@ -160,7 +161,7 @@ def test_a_section_can_be_renamed_and_sent_without_its_last_newline(client):
 def test_a_crlf_document_keeps_its_line_endings(client):
     crlf = BASE.replace("\n", "\r\n")
     client.publish(PATH, crlf, 1)
-    assert client.fetch(PATH + "#c").body == "## C\r\n\r\nC's intro.\r\n\r\n"
+    assert fetch_section(client, PATH, "#c").body == "## C\r\n\r\nC's intro.\r\n\r\n"
     assert update_section(client, PATH, "## C", "## C\r\n\r\nC, CRLF.").status == "ok"
     assert current(client)[1] == crlf.replace("C's intro.\r\n\r\n", "C, CRLF.\r\n")
 

@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from mark_publish import read_frontmatter, write_frontmatter
+from mark_client import read_frontmatter, write_frontmatter
 from mark_server import MarkServer, serve
 from testkit import together
 
@@ -744,10 +744,10 @@ def test_over_the_rate_limit_http_answers_429_unread(tmp_path):
 
 
 def test_over_the_rate_limit_quic_ends_the_stream_unanswered(tmp_path, monkeypatch):
-    import mark_publish
-    from mark_publish import MarkClient, MarkError
+    import mark_client
+    from mark_client import MarkClient, MarkError
 
-    monkeypatch.setattr(mark_publish, "REFUSED_TRIES", 1)  # to see the refusal itself, not its retry
+    monkeypatch.setattr(mark_client, "REFUSED_TRIES", 1)  # to see the refusal itself, not its retry
     with serve(tmp_path / "store", token=TOKEN, log=None, quic=True, rate_limit=0.1, rate_burst=2) as server:
         with MarkClient(server.mark_url, verify=False) as client:
             assert [client.fetch("/health").status for _ in range(2)] == ["ok", "ok"]
@@ -757,7 +757,7 @@ def test_over_the_rate_limit_quic_ends_the_stream_unanswered(tmp_path, monkeypat
 
 
 def test_a_refused_client_that_waits_gets_through(tmp_path):
-    from mark_publish import MarkClient
+    from mark_client import MarkClient
 
     with serve(tmp_path / "store", token=TOKEN, log=None, quic=True, rate_limit=20, rate_burst=1) as server:
         for url in (server.url, server.mark_url):

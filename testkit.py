@@ -352,7 +352,7 @@ def section_of(text: str, writer: str) -> str:
 
 def section_publish(writer: str) -> Callable:
     """A `publish` for write_rounds that sends `writer`'s section only, with update_section."""
-    from mark_publish import update_section
+    from mark_sections import update_section
 
     def publish(client, path: str, body: str, version: int):
         return update_section(client, path, f"## {writer}", section_of(body, writer), expected_version=version)

@@ -1,0 +1,704 @@
+"""The Mark client: one blocking call per Mark request, over HTTP(S) or QUIC.
+
+    >>> import tempfile
+    >>> from mark_server import serve                     # a reference server to try it on
+    >>> server = serve(tempfile.mkdtemp(), token="dev-secret", log=None)
+    >>> from mark_client import MarkClient
+    >>> client = MarkClient(server.url, token="dev-secret")   # or "mark://host"
+    >>> client.publish("/notes.md", "# Notes\\n", expected_version=0).status
+    'created'
+    >>> page = client.fetch("/notes.md")                  # MarkResponse(status, metadata, body)
+    >>> page.status, page.number("version"), page.body
+    ('ok', 1, '# Notes\\n')
+    >>> client.close(); server.close()
+
+XXX
+"""
+
+from __future__ import annotations
+
+import hashlib
+import ipaddress
+import os
+import random
+import re
+import time
+from collections import OrderedDict
+from http.client import RemoteDisconnected
+from typing import Callable, Dict, NamedTuple, Optional, Tuple, Union
+from urllib.parse import quote, urlsplit
+
+import requests
+from urllib3 import exceptions as urllib3_exceptions
+
+__version__ = "0.2.0"  # the release this file is from; vendored copies keep saying it
+__all__ = ["MarkClient", "MarkResponse", "MarkError", "read_frontmatter", "write_frontmatter", "write_scalar",
+           "check_path", "check_int", "check_str"]
+
+DEFAULT_TIMEOUT = 10.0
+MARK_PORT = 6309  # mark:// without a port
+_READS = ("FETCH", "LIST", "VERSIONS")  # verbs safe to send again
+# The most a server may send back: twice the largest document a Mark server
+# accepts (10 MiB), with room for metadata.  Anything larger is refused
+# while it arrives, never held whole.
+MAX_RESPONSE_BYTES = 24 * 1024 * 1024
+_CACHED_VERSIONS = 64  # immutable versions kept per client
+REFUSED_TRIES = 8  # sends of a request the server keeps refusing unhandled, within the deadline
+_LOOK_AHEAD = 16  # versions after expected-version searched for a write whose answer was lost
+
+
+class MarkResponse(NamedTuple):
+    """A Mark answer: its status, its metadata (strings) and its body."""
+
+    status: str
+    metadata: Dict[str, str]
+    body: str
+
+    def number(self, key: str) -> int:
+        """The version number under `key` ("version", "server-version", ...); MarkError if there is none."""
+        value = self.metadata.get(key, "")
+        if not _is_version(value):
+            raise MarkError("transport", f"Mark response {self.status!r} has no version number {key!r} "
+                                         "(ASCII digits, at most 18)", self.metadata)
+        return int(value)
+
+
+class MarkError(Exception):
+    """What went wrong, as a script branches on it.
+
+    `status` is a Mark error status the server answered ("not-found",
+    "not-permitted", ...), or: "transport" (no usable answer came back),
+    "refused" (the server kept refusing the request unhandled: try again
+    later), "overwritten" (a version the server overwrote could not be
+    restored; `metadata["lost-version"]` names it).  `may_have_landed`:
+    a write went out and whether it was stored is unknown (or it was
+    stored, for "overwritten"): fetch before retrying.
+    """
+
+    def __init__(self, status: str, message: str, metadata: Optional[Dict[str, str]] = None,
+                 may_have_landed: bool = False):
+        super().__init__(f"{status}: {message}")
+        self.status = status
+        self.message = message
+        self.metadata = dict(metadata or {})
+        self.may_have_landed = may_have_landed
+
+    @classmethod
+    def from_response(cls, response: MarkResponse, doing: str) -> "MarkError":
+        message = " ".join(line.lstrip("# ") for line in response.body.split("\n") if line.strip())
+        return cls(response.status, f"{doing}: {message or response.status}", response.metadata)
+
+
+
+# --------------------------------------------------------------- the client
+
+class MarkClient:
+    """A Mark server: over QUIC for mark://host[:port], over HTTP for http(s)://.
+
+    One connection (QUIC) or keep-alive session (HTTP) for every request,
+    and `timeout` seconds for each.  `verify` is True (check the server's
+    certificate against the system's CAs), False (don't: a development
+    server's self-signed certificate) or the path of a PEM file of CAs.
+    Methods return every Mark status (conflict, not-found, ...) as a
+    `MarkResponse` and raise `MarkError` only when no Mark response came
+    back.  One client per thread.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        token: Optional[str] = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        session: Optional[requests.Session] = None,
+        allow_insecure_http: bool = False,
+        proxies: Optional[Dict[str, str]] = None,
+        verify: Union[bool, str] = True,
+    ):
+        if not isinstance(base_url, str):
+            raise TypeError(f"base_url must be str, not {type(base_url).__name__}")
+        parts = urlsplit(base_url)
+        if parts.scheme not in ("http", "https", "mark") or not parts.hostname:
+            raise ValueError(f"base_url must be a mark://, http:// or https:// URL with a host, not {base_url!r}")
+        if parts.query or parts.fragment or parts.username or parts.password:
+            raise ValueError("base_url must not carry a query, fragment or credentials")
+        if parts.scheme == "mark" and parts.path.strip("/"):
+            raise ValueError(f"a mark:// base_url is a host and port, without a path: {base_url!r}")
+        if parts.scheme == "mark" and (session is not None or proxies):
+            raise ValueError("session and proxies are for http(s):// URLs; mark:// speaks QUIC")
+        if not isinstance(verify, (bool, str)) or (isinstance(verify, str) and not os.path.isfile(verify)):
+            raise ValueError(f"verify must be True, False or the path of a PEM file of CAs, not {verify!r}")
+        if token is not None and (not isinstance(token, str) or not token.strip()):
+            raise TypeError("token must be a non-empty str or None")
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
+            raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}")
+        if token and parts.scheme == "http" and not _is_loopback(parts.hostname) and not allow_insecure_http:
+            raise ValueError(
+                "refusing to send the token over plain http:// to a non-loopback host; "
+                "use https://, or pass allow_insecure_http=True if the network is trusted"
+            )
+        self.base_url = base_url.rstrip("/")
+        self.timeout = timeout
+        self._token = token
+        self._proxies = dict(proxies or {})
+        self._verify = verify
+        self._versions: "OrderedDict[tuple, MarkResponse]" = OrderedDict()
+        self._link = _quic_link(parts.hostname, parts.port or MARK_PORT, verify) if parts.scheme == "mark" else None
+        self._own_session = session is None
+        if session is None:
+            session = self._new_session()
+        else:
+            session.proxies.update(self._proxies)
+        self._session = session
+
+    def _new_session(self) -> requests.Session:
+        session = requests.Session()
+        # Proxies come from the caller, never from HTTP_PROXY and the like:
+        # a proxy would see the token, which travels in the body.
+        session.trust_env = False
+        session.proxies.update(self._proxies)
+        session.verify = self._verify
+        return session
+
+    def __repr__(self) -> str:
+        return f"MarkClient({self.base_url!r}, token={'<set>' if self._token else None})"
+
+    def __enter__(self) -> "MarkClient":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._session.close()
+        if self._link:
+            self._link.close()
+
+    def fetch(self, path: str, version: Optional[int] = None) -> MarkResponse:
+        """FETCH the current document, or `version` of it (cached: versions never change;
+        a version this client published is known without a FETCH, with the metadata it sent).
+
+        `path` is read as given: a "#" in it is part of the name (mark_sections's
+        `fetch_section` reads one section).
+
+        The current document's body is checked against the version its
+        number names (read by number, and cached): the real server reads
+        the body through a link that can lag its newest version, and an
+        edit of that older body published as the newer number would undo
+        the newer one.  Where they differ, the body (and content-hash) is
+        the numbered version's, and the etag, which named the other, goes.
+        """
+        if version is None:
+            latest = self.request("FETCH", path)
+            number = latest.metadata.get("version", "")
+            if latest.status != "ok" or "current-version" in latest.metadata or not _is_version(number) \
+                    or not int(number):
+                return latest  # not a current document (an error, or a version path such as /a.md/v3)
+            pinned = self.fetch(path, version=int(number))
+            if pinned.status != "ok" or pinned.body == latest.body:
+                return latest
+            metadata = {key: value for key, value in latest.metadata.items() if key != "etag"}
+            metadata["content-hash"] = "sha256-" + hashlib.sha256(pinned.body.encode("utf-8")).hexdigest()
+            return MarkResponse("ok", metadata, pinned.body)
+        check_int("version", version, minimum=1)
+        key = (path, version)
+        if key in self._versions:
+            self._versions.move_to_end(key)
+            return self._versions[key]
+        response = self.request("FETCH", f"{path}/v{version}")
+        if response.status == "ok":
+            self._keep(key, response)
+        return response
+
+    def _keep(self, key: Tuple[str, int], response: MarkResponse) -> None:
+        """Remember version key[1] of document key[0], the least recently used going first."""
+        self._versions[key] = response
+        if len(self._versions) > _CACHED_VERSIONS:
+            self._versions.popitem(last=False)
+
+    def publish(self, path: str, body: str, expected_version: Optional[int] = None,
+                metadata: Optional[Dict[str, str]] = None) -> MarkResponse:
+        """PUBLISH `body`; `expected_version` guards against overwriting newer writes.
+
+        When the outcome is unknown (the answer was lost after the request
+        went out, or `server-error`, which the real server can answer after
+        storing the version), the versions after `expected_version` are
+        read back.  This body as version expected + 1 is "created"; stored
+        later, over versions in between, it is the "conflict" the real
+        server answers for such a stale write (`server-version` names it).
+        Not found: a lost answer raises MarkError saying the write may have
+        landed, a server-error is returned as it came.
+        """
+        sent = dict(metadata or {})
+        if expected_version is not None:
+            check_int("expected_version", expected_version, minimum=0)
+            sent["expected-version"] = str(expected_version)
+        return self._write("PUBLISH", path, sent, body, expected_version, metadata, lambda version: body)
+
+    def append(self, path: str, text: str, expected_version: int,
+               metadata: Optional[Dict[str, str]] = None) -> MarkResponse:
+        """APPEND `text` after the current version, which must be `expected_version`.
+
+        An unknown outcome is looked for as a publish's is: a version after
+        `expected_version` that is the one before it with `text` appended.
+        """
+        check_int("expected_version", expected_version, minimum=1)
+        sent = {**(metadata or {}), "expected-version": str(expected_version)}
+        return self._write("APPEND", path, sent, text, expected_version, metadata,
+                           lambda version: _appended(self.fetch(path, version=version - 1).body, text))
+
+    def versions(self, path: str) -> MarkResponse:
+        """VERSIONS: `total`, `current` and `chain-valid` of a document."""
+        return self.request("VERSIONS", path)
+
+    def request(self, verb: str, path: str, metadata: Optional[Dict[str, str]] = None,
+                body: str = "") -> MarkResponse:
+        """Send any Mark request; the token is added as `auth` metadata.
+
+        `timeout` is the deadline for the whole call.  A request the server
+        refuses unhandled (an empty answer: the real server's rate limit;
+        HTTP 429 or 503) is sent again after a jittered, growing pause, at
+        most REFUSED_TRIES times in all and never past the deadline; then
+        MarkError("refused").  Redirects are never followed: any other
+        answer but HTTP 200 is a transport failure.
+        """
+        return self._send(verb, path, metadata, body)
+
+    def _send(self, verb: str, path: str, metadata: Optional[Dict[str, str]], body: str,
+              stored: Optional[Callable[[], Optional[MarkResponse]]] = None) -> MarkResponse:
+        """`request`; `stored()` says where a write went when an HTTP connection closed
+        unanswered (a refusal, or a server that broke after storing it): None sends it again."""
+        if not isinstance(verb, str) or not (verb.isascii() and verb.isalpha()):
+            raise ValueError(f"verb must be a word of ASCII letters, such as FETCH, not {verb!r}")
+        check_path(path)
+        check_str("body", body)
+        metadata = dict(metadata or {})
+        if self._token:
+            metadata["auth"] = self._token
+        if self._link:
+            # As the real client writes it: a metadata block only when there is
+            # metadata, or when the body would otherwise be read as one.
+            block = write_frontmatter(metadata) if metadata or body.startswith("---") else ""
+            doing = f"{verb} {self.base_url}{path}"
+            payload = f"{verb} {path}\n{block}{body}".encode("utf-8")
+        else:
+            block = write_frontmatter(metadata) if (metadata or body) else ""  # the binding's rule
+            url = self.base_url + quote(path, safe="/")
+            doing = f"{verb} {url}"
+            payload = (block + body).encode("utf-8")
+        deadline = time.monotonic() + self.timeout
+        for tries in range(1, REFUSED_TRIES + 1):
+            try:
+                if self._link:
+                    data, whole = self._link.exchange(payload, doing, deadline - time.monotonic(),
+                                                      retry=verb in _READS, limit=MAX_RESPONSE_BYTES), True
+                    if not data:  # the stream ended without a byte: refused unread (the real server's rate limit)
+                        raise _Refused()
+                else:
+                    data, whole = self._exchange(verb, url, payload, deadline)
+                break
+            except _Refused as refused:
+                if refused.after_sending and stored is not None:
+                    found = stored()
+                    if found is not None:
+                        return found
+                pause = refused.retry_after if refused.retry_after is not None else _backoff(tries)
+                if tries < REFUSED_TRIES and time.monotonic() + pause < deadline:
+                    time.sleep(pause)
+                    continue
+                if refused.after_sending:
+                    raise _lost(f"{doing}: the connection closed without an answer, "
+                                                   f"{tries} times") from None
+                raise MarkError("refused", f"{doing}: the server refused the request {tries} times "
+                                           "without handling it (over its rate limit?); try again later") from None
+        try:
+            metadata, body = read_frontmatter(data.decode("utf-8"))
+            status = metadata.pop("status")
+        except (UnicodeDecodeError, ValueError, KeyError):
+            raise _lost(f"{doing}: the answer is not a Mark response") from None
+        digest = metadata.get("content-hash")
+        if digest is None and not whole:
+            raise _lost(f"{doing}: the answer had no length and no content-hash, "
+                                           "so whether it came whole is unknown")
+        if digest is not None and digest != "sha256-" + hashlib.sha256(body.encode("utf-8")).hexdigest():
+            raise MarkError("transport", f"{doing}: the body does not match its content-hash")
+        return MarkResponse(status, metadata, body)
+
+    def _exchange(self, verb: str, url: str, data: bytes, deadline: float) -> Tuple[bytes, bool]:
+        """One HTTP exchange, by the deadline: the body of its HTTP 200 answer, and
+        whether its length was known (else it ended when the connection did).
+
+        The exchange runs on a worker thread so that the caller stops waiting
+        at the deadline even while a server trickles its status line and
+        headers, where requests can only bound each socket read.  A worker
+        still waiting then keeps the session it has until it ends; this
+        client goes on with a new one (a session passed in is kept).
+        """
+        doing = f"{verb} {url}"
+        session = self._session
+        outcome: list = []
+
+        def exchange() -> None:
+            try:
+                http = session.request(
+                    verb, url, data=data, timeout=max(0.001, deadline - time.monotonic()),
+                    allow_redirects=False, stream=True,
+                    headers={"Content-Type": "text/markdown; charset=utf-8", "Accept-Encoding": "identity"},
+                )
+                with http:
+                    outcome.append(_read_answer(http, doing, deadline))
+            except requests.RequestException as error:
+                failure = f"{doing} failed: {type(error).__name__}"
+                if _closed_unanswered(error):
+                    outcome.append(_Refused(after_sending=True))
+                else:
+                    outcome.append(MarkError("transport", failure, may_have_landed=not _never_sent(error)))
+            except (MarkError, _Refused) as error:
+                outcome.append(error)
+
+        import threading  # the one thread this blocking client starts: the deadline's worker, here only
+
+        worker = threading.Thread(target=exchange, name="mark-exchange", daemon=True)
+        worker.start()
+        worker.join(max(0.0, deadline - time.monotonic()))
+        if not outcome:
+            if self._own_session:
+                self._session = self._new_session()
+            raise _lost(f"{doing}: no whole answer within the timeout")
+        if isinstance(outcome[0], Exception):
+            raise outcome[0]
+        return outcome[0]
+
+    def _write(self, verb: str, path: str, sent: Dict[str, str], body: str, expected_version: Optional[int],
+               metadata: Optional[Dict[str, str]], stored_as: Callable[[int], str]) -> MarkResponse:
+        """A PUBLISH or APPEND whose answer is checked, or looked for when unknown.
+
+        `stored_as(version)` is the body the write makes when stored as `version`.
+        """
+        def stored() -> Optional[MarkResponse]:
+            if expected_version is None:
+                return None
+            try:
+                return self._stored(path, expected_version, stored_as, dict(metadata or {}))
+            except MarkError:
+                return None
+
+        try:
+            response = self._send(verb, path, sent, body, stored)
+        except MarkError as lost:
+            if not lost.may_have_landed:
+                raise
+            found = stored()
+            if found is None:
+                raise _may_have_landed(lost.message, path) from None
+            return found
+        if response.status == "server-error":
+            return stored() or response
+        if response.status in ("ok", "created") and expected_version is not None:
+            version = response.number("version")
+            landed = (expected_version + 1,) if response.status == "created" else (expected_version,
+                                                                                  expected_version + 1)
+            if version not in landed:
+                raise _may_have_landed(f"{verb} {path}: the server answered {response.status} as version "
+                                       f"{version} to a write at expected-version {expected_version}", path)
+            if verb == "PUBLISH":  # that version is this body: the next edit of it needs no FETCH
+                self._keep((path, version), MarkResponse("ok", {**(metadata or {}), "version": str(version)}, body))
+        return response
+
+    def _stored(self, path: str, expected_version: int, stored_as: Callable[[int], str],
+                metadata: Dict[str, str]) -> Optional[MarkResponse]:
+        """Where a write at `expected_version` was stored, as the server would have answered it.
+
+        "created" when it is version expected + 1; "conflict" naming the
+        version when it was stored later, over versions between (the real
+        server's stale write); None when no version up to the current one,
+        and at most _LOOK_AHEAD of them, holds it.
+        """
+        versions = self.versions(path)
+        if versions.status != "ok":
+            return None
+        last = min(versions.number("current"), expected_version + _LOOK_AHEAD)
+        for version in range(expected_version + 1, last + 1):
+            stored = self.fetch(path, version=version)
+            if stored.status == "ok" and stored.body == stored_as(version) and all(
+                    stored.metadata.get(key, value) == value for key, value in metadata.items()):
+                if version == expected_version + 1:
+                    return MarkResponse("created", {"version": str(version),
+                                                    "modified": stored.metadata.get("modified", "")}, "")
+                return MarkResponse("conflict", {"server-version": str(version),
+                                                 "your-version": str(expected_version)}, "")
+        return None
+
+
+def _quic_link(host: str, port: int, verify: Union[bool, str]):
+    """The QUIC connection of a mark:// client: mark_quic.py, which needs aioquic."""
+    try:
+        from mark_quic import QuicLink
+    except ImportError:
+        raise ImportError("mark:// URLs need aioquic and mark_quic.py beside mark_client.py: "
+                          "pip install 'mark-publish[quic]'") from None
+    return QuicLink(host, port, verify)
+
+
+def _may_have_landed(why: str, path: str) -> MarkError:
+    return MarkError("transport", f"{why}; the write may have landed: fetch {path} before retrying",
+                     may_have_landed=True)
+
+
+class _Refused(Exception):
+    """The server refused a request without handling it; `retry_after`: seconds it asked for.
+
+    `after_sending`: the connection closed without a byte of answer, which
+    a server that broke after handling the request does too.
+    """
+
+    def __init__(self, retry_after: Optional[float] = None, after_sending: bool = False):
+        super().__init__("refused")
+        self.retry_after, self.after_sending = retry_after, after_sending
+
+
+def _backoff(tries: int) -> float:
+    """The pause before sending a refused request again: about 0.1 s, doubling, jittered, at most 2 s."""
+    return min(2.0, 0.1 * 2 ** (tries - 1)) * random.uniform(0.5, 1.5)
+
+
+def _closed_unanswered(error: requests.RequestException) -> bool:
+    """Whether the server ended the connection without a byte of answer (refused, or broke)."""
+    reason = error.args[0] if error.args else None
+    return isinstance(reason, urllib3_exceptions.ProtocolError) and any(
+        isinstance(arg, RemoteDisconnected) for arg in reason.args)
+
+
+def _lost(message: str) -> MarkError:
+    """A transport failure after the request went out: a write may have landed."""
+    return MarkError("transport", message, may_have_landed=True)
+
+
+def _never_sent(error: requests.RequestException) -> bool:
+    """Whether a request failed before any byte of it could reach the server."""
+    if isinstance(error, requests.ConnectTimeout):
+        return True
+    reason = getattr(error.args[0] if error.args else None, "reason", None)
+    return isinstance(error, requests.ConnectionError) and isinstance(reason, urllib3_exceptions.NewConnectionError)
+
+
+def _read_answer(http: requests.Response, doing: str, deadline: float) -> Tuple[bytes, bool]:
+    """The body of an HTTP 200 answer, read by the deadline, within MAX_RESPONSE_BYTES,
+    and whether it came with its length (Content-Length or chunks)."""
+    if http.status_code in (429, 503):
+        after = http.headers.get("Retry-After", "")
+        raise _Refused(float(after) if _is_digits(after) and len(after) < 6 else None)
+    if http.status_code != 200:
+        raise _lost(f"HTTP {http.status_code} from {doing}: not a Mark server? "
+                                       "(redirects are not followed)")
+    if http.headers.get("Content-Encoding", "identity").lower() != "identity":
+        raise _lost(f"{doing}: the answer came compressed; Mark answers are not")
+    announced = http.headers.get("Content-Length")
+    if announced is not None and not _is_digits(announced):
+        raise _lost(f"{doing}: bad Content-Length {announced!r}")
+    if announced is not None and int(announced) > MAX_RESPONSE_BYTES:
+        raise _lost(f"{doing}: the answer is larger than {MAX_RESPONSE_BYTES} bytes")
+    chunks, size = [], 0
+    try:
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise _lost(f"{doing}: no whole answer within the timeout")
+            connection = http.raw.connection
+            if connection is not None and connection.sock is not None:
+                connection.sock.settimeout(remaining)  # so the worker itself stops at the deadline
+            chunk = http.raw.read1(65536)
+            if not chunk:
+                break
+            size += len(chunk)
+            if size > MAX_RESPONSE_BYTES:
+                raise _lost(f"{doing}: the answer is larger than {MAX_RESPONSE_BYTES} bytes")
+            chunks.append(chunk)
+    except (OSError, urllib3_exceptions.HTTPError) as error:
+        raise _lost(f"{doing}: the answer was cut off ({type(error).__name__})") from None
+    if announced is not None and size != int(announced):
+        raise _lost(f"{doing}: the answer was cut off ({size} of {announced} bytes)")
+    chunked = "chunked" in http.headers.get("Transfer-Encoding", "").lower()
+    return b"".join(chunks), announced is not None or chunked
+
+
+# ---- frontmatter codec: this block is the same, byte for byte, in mark_publish.py
+# ---- and mark_server.py (each file stays standalone); test_codec.py checks it.
+
+_PLAIN_KEY = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*\Z")
+_PLAIN_VALUE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+/=~-]*\Z")  # no YAML indicator, space or colon
+# What YAML reads as a number, a bool (YAML 1.1's too), null or a date, not a string.
+_NOT_A_STRING = re.compile(
+    r"(?:[-+]?(?:0b[01_]+|0o?[0-7_]+|0x[0-9a-fA-F_]+|[0-9][0-9_]*(?:\.[0-9_]*)?(?:[eE][-+]?[0-9]+)?)"
+    r"|[yYnN]|[Yy]es|YES|[Nn]o|NO|[Tt]rue|TRUE|[Ff]alse|FALSE|[Oo]n|ON|[Oo]ff|OFF|[Nn]ull|NULL"
+    r"|[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}(?:[Tt].*)?)\Z")
+_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t", "\r": "\\r"}
+_UNESCAPES = {
+    "0": "\0", "a": "\a", "b": "\b", "t": "\t", "\t": "\t", "n": "\n", "v": "\v", "f": "\f",
+    "r": "\r", "e": "\x1b", " ": " ", '"': '"', "/": "/", "\\": "\\",
+    "N": "\x85", "_": "\xa0", "L": "\u2028", "P": "\u2029",
+}
+_HEX_ESCAPES = {"x": 2, "u": 4, "U": 8}
+
+
+def write_frontmatter(metadata: Dict[str, str]) -> str:
+    """A Mark frontmatter block, keys sorted, values written as Go's yaml.v3 writes them."""
+    lines = []
+    for key in sorted(metadata):
+        value = metadata[key]
+        if not isinstance(key, str) or not _PLAIN_KEY.match(key):
+            raise ValueError(f"metadata key {key!r} must be letters, digits, '_', '-' or '.'")
+        if not isinstance(value, str):
+            raise TypeError(f"metadata value for {key!r} must be str, not {type(value).__name__}")
+        lines.append(f"{key}: {write_scalar(value)}\n")
+    return "---\n" + ("".join(lines) or "\n") + "---\n"
+
+
+def write_scalar(value: str) -> str:
+    """`value` as a YAML scalar that Go's yaml.v3 reads back exactly, in yaml.v3's style.
+
+    Plain where nothing in it could mean anything but a string (a token,
+    a hex etag, "ok"); otherwise double-quoted: "3", "2026-12-03T10:41:15Z",
+    "true", "a: b".  So a request reads byte for byte as the real client's.
+    """
+    if _PLAIN_VALUE.match(value) and not _NOT_A_STRING.match(value):
+        return value
+    out = []
+    for char in value:
+        code = ord(char)
+        if char in _ESCAPES:
+            out.append(_ESCAPES[char])
+        elif code < 0x20 or 0x7F <= code <= 0x9F:
+            out.append(f"\\x{code:02x}")
+        elif char in "\ufeff\ufffe\uffff" or 0xD800 <= code <= 0xDFFF:
+            out.append(f"\\u{code:04x}")
+        elif code > 0xFFFF:
+            out.append(f"\\U{code:08x}")
+        else:
+            out.append(char)
+    return '"' + "".join(out) + '"'
+
+
+def read_frontmatter(text: str):
+    """Split a Mark message into (metadata, body); ValueError when malformed.
+
+    The block starts with "---\\n" at byte 0 and ends at the first
+    "\\n---\\n"; the body after it is returned byte for byte.
+    """
+    if not text.startswith("---\n"):
+        raise ValueError("no frontmatter")
+    end = text.find("\n---\n", 3)
+    if end < 0:
+        raise ValueError("frontmatter is not closed")
+    metadata = {}
+    for line in text[4:end].split("\n"):
+        if not line.strip():
+            continue
+        if line[0] in " \t":
+            raise ValueError(f"nested or indented YAML is not Mark frontmatter: {line!r}")
+        key, rest = _read_scalar(line, key=True)
+        if not rest.startswith(":") or rest[1:2] not in ("", " "):
+            raise ValueError(f"not a 'key: value' line: {line!r}")
+        value, rest = _read_scalar(rest[1:].strip(" "), key=False)
+        if rest.strip(" ") and not rest.strip(" ").startswith("#"):
+            raise ValueError(f"trailing text after value: {line!r}")
+        metadata[key] = value
+    return metadata, text[end + 5:]
+
+
+def _read_scalar(text: str, key: bool):
+    """Read a plain, single- or double-quoted scalar; return (value, the rest)."""
+    if text.startswith("'"):
+        match = re.match(r"'((?:[^']|'')*)'", text)
+        if not match:
+            raise ValueError(f"unterminated single-quoted scalar: {text!r}")
+        return match.group(1).replace("''", "'"), text[match.end():]
+    if text.startswith('"'):
+        return _read_double_quoted(text)
+    if key:
+        end = text.find(":")
+        value, rest = (text, "") if end < 0 else (text[:end], text[end:])
+    else:
+        comment = text.find(" #")
+        value, rest = (text, "") if comment < 0 else (text[:comment], text[comment:])
+    value = value.strip(" ")
+    if (key and not value) or value[:1] in ("|", ">", "[", "{", "&", "*", "!", "%", "@", "`"):
+        raise ValueError(f"unsupported YAML scalar: {text!r}")
+    return value, rest
+
+
+def _read_double_quoted(text: str):
+    out, i = [], 1
+    while i < len(text):
+        char = text[i]
+        if char == '"':
+            return "".join(out), text[i + 1:]
+        if char != "\\":
+            out.append(char)
+            i += 1
+            continue
+        escape = text[i + 1:i + 2]
+        if escape in _UNESCAPES:
+            out.append(_UNESCAPES[escape])
+            i += 2
+        elif escape in _HEX_ESCAPES:
+            digits = text[i + 2:i + 2 + _HEX_ESCAPES[escape]]
+            if len(digits) != _HEX_ESCAPES[escape] or not all(c in "0123456789abcdefABCDEF" for c in digits):
+                raise ValueError(f"bad \\{escape} escape in {text!r}")
+            code = int(digits, 16)
+            if 0xD800 <= code <= 0xDFFF or code > 0x10FFFF:
+                raise ValueError(f"\\{escape}{digits} is not a character")
+            out.append(chr(code))
+            i += 2 + len(digits)
+        else:
+            raise ValueError(f"unknown escape \\{escape} in {text!r}")
+    raise ValueError(f"unterminated double-quoted scalar: {text!r}")
+
+
+# ---- end of frontmatter codec
+
+
+# ---------------------------------------------------------------- helpers
+
+def _is_loopback(host: str) -> bool:
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def check_int(name: str, value, minimum: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, not {type(value).__name__}")
+    if value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, not {value}")
+
+
+def check_path(path) -> None:
+    if not isinstance(path, str):
+        raise TypeError(f"path must be str, not {type(path).__name__}")
+    if not path.startswith("/"):
+        raise ValueError(f"path must start with '/': {path!r}")
+    if any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F for c in path):
+        raise ValueError(f"path must not contain NUL or control characters: {path!r}")
+
+
+def check_str(name: str, value) -> None:
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be str, not {type(value).__name__}")
+
+
+def _is_version(text: str) -> bool:
+    """A version number: ASCII digits, at most 18 of them (a sane integer, as the server's own)."""
+    return _is_digits(text) and len(text) <= 18
+
+
+def _is_digits(text: str) -> bool:
+    """ASCII digits only: no sign, space, underscore or other script's digits."""
+    return bool(text) and text.isascii() and text.isdigit()
+
+
+def _appended(old: str, text: str) -> str:
+    """What APPEND makes of `old`: a newline only where it lacks one, then `text`."""
+    return old + ("" if old.endswith("\n") else "\n") + text
