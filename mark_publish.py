@@ -33,8 +33,8 @@
 Mark documents are versioned and immutable; a PUBLISH carries the version
 the caller edited (`expected-version`) and loses to any writer that came in
 between with status `conflict`.  With the default `on_conflict="fail"` that
-conflict is returned as it is.  With `on_conflict="merge"` the loop in
-`merge_and_publish` takes over:
+conflict is returned as it is.  With `on_conflict="merge"` the merge loop
+(`_publish_loop`) takes over:
 
 1. FETCH the version the caller edited (the base; "" for version 0).
    Versions are immutable, so the client caches them.
@@ -43,38 +43,37 @@ conflict is returned as it is.  With `on_conflict="merge"` the loop in
    version.  Overlapping edits: publish nothing and return `status:
    conflict, mergeable: false` with the marked body for a person or an LLM.
 4. If that PUBLISH conflicts too (yet another writer), wait a random,
-   growing while (RETRY_PAUSE) and go back to 2 with the newest version:
-   at most `max_retries` attempts in all, then return `reason: contention`.
+   growing while (RETRY_PAUSE) and go back to 2 with the newest version;
+   when the budget is spent, return `reason: contention`.
 
-Whenever theirs turns out to be what this call published last, the
-server stored it after all: as one past the version it was sent against,
-it landed; later, it went over another writer's version, which the
-call restores before it returns (`_repair`; the answer says `repaired`).
+With `on_conflict="candidate"` steps 1 to 3 run once, and the merge comes
+back unpublished as `status: merge-candidate` with the version to publish
+it at: for an agent that reads a merge before it lands.
 
-With `on_conflict="candidate"` (`merge_candidate`) steps 1 to 3 run, and
-the merge comes back unpublished as `status: merge-candidate`, with the
-version to publish it at: for an agent that reads a merge before it lands.
+One budget per call: `mark_publish` sends at most 1 + `max_retries`
+PUBLISHes of its own, repairs included (a request the server refused
+unhandled and the client sent again is the same PUBLISH).
 
-A writer that owns one section sends only that: `update_section` puts it
-into whatever version is latest, through the same loop (its diff3 is of
-that section alone), so writers of other sections never conflict with it;
-`client.fetch("/doc.md#anchor")` reads one section.
+The real server can store a write that it answers `conflict` (or whose
+answer is lost): when the version the conflict names holds what the call
+sent, one past the version it was sent against, the write landed (`ok`).
+Stored later, as V over another writer's version L = V - 1, it dropped
+L's edits, and the call puts back what a correct server would have left:
+in merge mode, if `diff3(the version the write was made against, L,
+latest)` is clean, it publishes that (`ok`, `repaired: L`).  Otherwise,
+in every mode, while the latest version is still V, it publishes L's
+exact body again (an undo) and answers as that mode answers a write
+refused in conflict with L, with `repaired: L`.  Otherwise (someone
+already built on V, or the budget is spent) it raises
+`MarkError("overwritten")` with `metadata["lost-version"] = str(L)` and
+publishes nothing more.  So every version the call publishes is the
+caller's body, a clean diff3 merge, or an earlier version's exact body:
+never a guess, never a conflict marker the caller did not send.
 
-Every path either publishes a body holding the caller's edits or publishes
-nothing of them and says so: a body is never silently dropped.  A request
-the server refuses unhandled (its rate limit) is sent again, by the deadline.
-
-Two wires carry the same Mark messages.  `mark://host[:port]` is Mark over
-QUIC, as the real Demarkus servers speak it: one QUIC connection (ALPN
-"mark"), a stream per request carrying "VERB /path\n", the metadata block
-and the body; it needs aioquic (`pip install 'mark-publish[quic]'`),
-imported only then.  `http(s)://` is Mark over HTTP (binding v1): the Mark
-verb is the HTTP method, the Mark request is the HTTP body, and the Mark
-response comes back the same way with HTTP 200.  This file needs
-`requests` and `diff3.py` beside it; vendor the two together.
+`publish_edit` runs the same loop for any edit of the latest version;
+`mark_sections.update_section` writes one section through it.  This file
+needs `diff3.py` and `mark_client.py` (and `requests`) beside it.
 """
-
-from __future__ import annotations
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """The package: one version, said by every file and by the metadata; every CLI says it."""
 
+import ast
 import importlib.metadata
 import subprocess
 import sys
@@ -65,3 +66,14 @@ def test_the_mcp_server_says_what_to_install():
     run = subprocess.run([sys.executable, "-c", "import sys; sys.modules['mcp'] = None\nimport mark_mcp"],
                          capture_output=True, text=True, cwd=Path(__file__).parent, timeout=60)
     assert "ImportError: the MCP server needs the mcp SDK: pip install 'mark-publish[mcp]'" in run.stderr
+
+
+def test_no_module_imports_another_modules_private_name():
+    """Each file is read and vendored on its own: what it takes from another is that one's public API."""
+    ours = {path.stem for path in Path(__file__).parent.glob("*.py")}
+    private = []
+    for path in sorted(Path(__file__).parent.glob("mark_*.py")) + [Path(__file__).parent / "diff3.py"]:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module in ours:
+                private += [f"{path.name}: {node.module}.{a.name}" for a in node.names if a.name.startswith("_")]
+    assert private == []

@@ -43,6 +43,7 @@ class FakeMark:
         self.lose_answer = False  # the next PUBLISH is stored, and its answer lost
         self.after_fetch = {}  # path: what happens once it has been read
         self.requests = []
+        self.published = []  # the bodies PUBLISHed, in order
         for verb in ("FETCH", "PUBLISH", "VERSIONS"):
             mock.add_callback(verb, re.compile(re.escape(URL) + "/.*"), self.answer)
 
@@ -57,6 +58,7 @@ class FakeMark:
             if path in self.after_fetch:
                 self.after_fetch.pop(path)(self)
             return answer
+        self.published.append(body)
         return self.publish(int(metadata["expected-version"]), body)
 
     def read(self, path):
@@ -372,6 +374,8 @@ def test_random_races_lose_nothing_and_answer_truly(monkeypatch):
                 res = error
         final = server.versions[-1]
         assert len(server.publishes()) <= 1 + 3, case  # one budget per call: the write and max_retries more
+        if mode in ("fail", "candidate"):  # never a merge: the caller's body, or an undo (an earlier version's)
+            assert all(sent == ours or sent in server.versions[:-1] for sent in server.published), case
         assert not any(line.startswith(("<<<<<<<", "=======", ">>>>>>>")) for text in server.versions
                        for line in text.splitlines()), case
         missing = [told_line for told_line in told if f"\n{told_line}\n" not in final]
