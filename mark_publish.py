@@ -156,10 +156,9 @@ def mark_publish(
     """
     _check_publish(path, body, expected_version, max_retries, on_conflict)
     response = client.publish(path, body, expected_version, metadata)
-    if response.status in ("ok", "created"):
-        return PublishResult("ok", version=response.number("version"), merged=False)
-    if response.status != "conflict":
-        raise MarkError.from_response(response, f"PUBLISH {path}")
+    version = _landed(response, path)
+    if version is not None:
+        return PublishResult("ok", version=version, merged=False)
     return after_conflict(client, path, body, expected_version, response, on_conflict, max_retries, metadata)
 
 
@@ -340,20 +339,18 @@ def _publish_loop(client: MarkClient, path: str, edit: Callable[[str], Tuple[str
     `sent.against + 1` it landed; later, it went over version L =
     `current - 1`, and the rounds that follow publish L's own change
     instead (`_restore`), or undo ours (`_undo`), as the module docstring
-    says.  Between rounds it waits a random, growing while (RETRY_PAUSE)
-    within the client's timeout, so that writers who lost a race together
-    do not race again together.
+    says.  After a lost race it steps aside first (`_step_aside`).
     """
     published, deadline = 0, time.monotonic() + client.timeout
     first_lost = lost = stale = None  # the version a stale write went over, first and now; that write's version
     ours = edit
     while True:
         theirs = _body(client, path, current)
-        if sent is not None and theirs == sent.text and current > sent.against:
+        if _is_ours(sent, current, theirs):
             if current == sent.against + 1:
                 return _Outcome("ok", current, theirs, sent.against, first_lost)
             lost, stale = current - 1, current
-            first_lost = first_lost or lost
+            first_lost = lost if first_lost is None else first_lost
             edit = _restore(_body(client, path, sent.against), _body(client, path, lost))
         if published == tries:
             if lost is not None:
@@ -371,17 +368,27 @@ def _publish_loop(client: MarkClient, path: str, edit: Callable[[str], Tuple[str
             continue
         response = client.publish(path, text, current, metadata)
         published += 1
-        if response.status in ("ok", "created"):
-            return _Outcome("ok", response.number("version"), text, current, first_lost)
-        if response.status != "conflict":
-            raise MarkError.from_response(response, f"PUBLISH {path}")
+        version = _landed(response, path)
+        if version is not None:
+            return _Outcome("ok", version, text, current, first_lost)
         sent, current = _Sent(text, current), response.number("server-version")
-        if published < tries and _body(client, path, current) != sent.text:
-            # Others keep publishing: step aside for a random, growing while, then merge onto the newest.
-            pause = random.uniform(0, RETRY_PAUSE * 2 ** (published - 1))
-            if time.monotonic() + pause < deadline:
-                time.sleep(pause)
-                current = _current_version(client, path)
+        if published < tries and _body(client, path, current) != sent.text:  # others keep publishing
+            current = _step_aside(client, path, current, published, deadline)
+
+
+def _is_ours(sent: Optional[_Sent], version: int, body: str) -> bool:
+    """Whether `version`, whose body is `body`, is the write `sent`: the server stored it after all."""
+    return sent is not None and body == sent.text and version > sent.against
+
+
+def _step_aside(client: MarkClient, path: str, current: int, published: int, deadline: float) -> int:
+    """Wait a random, growing while (RETRY_PAUSE) after a lost race, so that writers who lost together
+    do not race again together, and read the newest version's number; `current` if the deadline is near."""
+    pause = random.uniform(0, RETRY_PAUSE * 2 ** (published - 1))
+    if time.monotonic() + pause >= deadline:
+        return current
+    time.sleep(pause)
+    return _current_version(client, path)
 
 
 def _restore(against: str, lost: str) -> Callable[[str], Tuple[str, bool]]:
@@ -394,16 +401,24 @@ def _undo(client: MarkClient, path: str, lost: int, stale: int, metadata: Option
     the version the undo became.  MarkError("overwritten") when it did not land as `stale + 1`."""
     body = _body(client, path, lost)
     response = client.publish(path, body, stale, metadata)
-    if response.status in ("ok", "created"):
-        return response.number("version")
-    if response.status != "conflict":
-        raise MarkError.from_response(response, f"PUBLISH {path}")
+    version = _landed(response, path)
+    if version is not None:
+        return version
     named = response.number("server-version")
     if not _holds(client, path, named, body):
         raise _overwritten(path, lost)  # someone built on our stale write first
     if named > stale + 1:
         raise _overwritten(path, named - 1)  # the undo itself went over another writer's version
     return named
+
+
+def _landed(response: MarkResponse, path: str) -> Optional[int]:
+    """The version a PUBLISH answered `ok` or `created` became; None for `conflict`; else MarkError."""
+    if response.status in ("ok", "created"):
+        return response.number("version")
+    if response.status != "conflict":
+        raise MarkError.from_response(response, f"PUBLISH {path}")
+    return None
 
 
 def _overwritten(path: str, lost: int) -> MarkError:
