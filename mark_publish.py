@@ -42,9 +42,11 @@ conflict is returned as it is.  With `on_conflict="merge"` the merge loop
 3. `diff3(base, ours, theirs)`.  Clean: PUBLISH the merge against that
    version.  Overlapping edits: publish nothing and return `status:
    conflict, mergeable: false` with the marked body for a person or an LLM.
-4. If that PUBLISH conflicts too (yet another writer), wait a random,
-   growing while (RETRY_PAUSE) and go back to 2 with the newest version;
-   when the budget is spent, return `reason: contention`.
+4. If that PUBLISH conflicts too, FETCH the version that conflict names:
+   if it holds what was just sent, see below; else (yet another writer)
+   wait a random, growing while (RETRY_PAUSE), read the newest version's
+   number and go back to 2 with it; when the budget is spent, return
+   `reason: contention`.
 
 With `on_conflict="candidate"` steps 1 to 3 run once, and the merge comes
 back unpublished as `status: merge-candidate` with the version to publish
@@ -63,7 +65,8 @@ in merge mode, if `diff3(the version the write was made against, L,
 latest)` is clean, it publishes that (`ok`, `repaired: L`).  Otherwise,
 in every mode, while the latest version is still V, it publishes L's
 exact body again (an undo) and answers as that mode answers a write
-refused in conflict with L, with `repaired: L`.  Otherwise (someone
+refused in conflict with L, with `repaired: L` (the undo, which holds
+L's body, is then the current version).  Otherwise (someone
 already built on V, or the budget is spent) it raises
 `MarkError("overwritten")` with `metadata["lost-version"] = str(L)` and
 publishes nothing more.  So every version the call publishes is the
@@ -72,7 +75,8 @@ never a guess, never a conflict marker the caller did not send.
 
 `publish_edit` runs the same loop for any edit of the latest version;
 `mark_sections.update_section` writes one section through it.  This file
-needs `diff3.py` and `mark_client.py` (and `requests`) beside it.
+needs `diff3.py` and `mark_client.py` (and `requests`) beside it, and
+`mark_sections.py` for the CLI's `--section`.
 """
 
 from __future__ import annotations
@@ -82,7 +86,7 @@ import os
 import random
 import sys
 import time
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import Callable, Dict, NamedTuple, Optional, Sequence, Tuple
 
 from diff3 import diff3
@@ -224,7 +228,8 @@ def merge_candidate(client: MarkClient, path: str, body: str, expected_version: 
     Returns `status: merge-candidate` with `publish_at_version` (the
     version to publish it against) and `has_markers` (whether the body
     holds conflict markers to resolve first), or the answers
-    `merge_and_publish` gives when there is nothing to merge.
+    `merge_and_publish` gives when there is nothing to merge.  It publishes
+    nothing, so it repairs nothing either.
     """
     _check_publish(path, body, expected_version, 1)
     current = _current_version(client, path)
@@ -285,7 +290,8 @@ def mark_append(client: MarkClient, path: str, body: str,
 # ----------------------------------------------------------- the merge loop
 
 class _Sent(NamedTuple):
-    """A body this call published, and the version it published it against."""
+    """A body published for this edit (by this call, or by its caller before `merge_and_publish`),
+    and the version it was published against."""
     text: str
     against: int
 
@@ -293,10 +299,11 @@ class _Sent(NamedTuple):
 class _Outcome(NamedTuple):
     """How `_publish_loop` ended: "ok" (`text` is version `version`, published onto
     `their_version`), "overlap" (`text` has markers; `version` is the latest seen)
-    or "contention" (`version` is the latest seen); `repaired`: the version a stale
-    write of this call went over, restored."""
+    or "contention" (`version` is the latest seen); `published`: the PUBLISHes it
+    sent; `repaired`: the version a stale write of ours went over, put back."""
     kind: str
     version: int
+    published: int
     text: str = ""
     their_version: int = 0
     repaired: Optional[int] = None
@@ -304,7 +311,8 @@ class _Outcome(NamedTuple):
 
 def _merge(client: MarkClient, path: str, body: str, expected_version: int, current: int, sent: _Sent,
            tries: int, metadata: Optional[Dict[str, str]]) -> PublishResult:
-    """The merge loop of `body` onto the latest version, for "merge" and `merge_and_publish`."""
+    """The merge loop of `body` onto the latest version, for "merge" and `merge_and_publish`.
+    (When the base is gone, nothing is published and nothing checked: the answer says base-unavailable.)"""
     base = _base(client, path, expected_version)
     if base is None:
         return _base_unavailable(client, path, expected_version)
@@ -330,50 +338,58 @@ def _answer(outcome: _Outcome, plain: bool, base_version: int, your_version: Opt
 
 def _publish_loop(client: MarkClient, path: str, edit: Callable[[str], Tuple[str, bool]], current: int,
                   sent: Optional[_Sent], tries: int, metadata: Optional[Dict[str, str]]) -> _Outcome:
-    """Publish `edit(latest)` onto the latest version: at most `tries` PUBLISHes.
+    """Publish `edit(latest body)` onto the latest version: at most `tries` PUBLISHes.
 
     Each round reads version `current` by number (first the one given,
-    then the one each conflict names, or the newest after a pause) and
-    publishes the edit of it against it.  When that version holds what
+    then the one each conflict names, or the newest after `_step_aside`)
+    and publishes the edit of it against it.  When that version is what
     this call published last (`sent`), the server stored it after all: as
-    `sent.against + 1` it landed; later, it went over version L =
-    `current - 1`, and the rounds that follow publish L's own change
-    instead (`_restore`), or undo ours (`_undo`), as the module docstring
-    says.  After a lost race it steps aside first (`_step_aside`).
+    `sent.against + 1` it landed; later, it went over another writer's
+    version, which `_repair` puts back with the PUBLISHes left.
     """
     published, deadline = 0, time.monotonic() + client.timeout
-    first_lost = lost = stale = None  # the version a stale write went over, first and now; that write's version
-    ours = edit
     while True:
         theirs = _body(client, path, current)
         if _is_ours(sent, current, theirs):
             if current == sent.against + 1:
-                return _Outcome("ok", current, theirs, sent.against, first_lost)
-            lost, stale = current - 1, current
-            first_lost = lost if first_lost is None else first_lost
-            edit = _restore(_body(client, path, sent.against), _body(client, path, lost))
+                return _Outcome("ok", current, published, theirs, sent.against)
+            repair = _repair(client, path, edit, sent, current, tries - published, metadata)
+            return repair._replace(published=published + repair.published)
         if published == tries:
-            if lost is not None:
-                raise _overwritten(path, lost)
-            return _Outcome("contention", current, repaired=first_lost)
+            return _Outcome("contention", current, published)
         text, overlap = edit(theirs)
-        if overlap and lost is None:
-            return _Outcome("overlap", current, text, repaired=first_lost)
-        if overlap:  # L's change cannot be merged back: undo ours, if nobody built on it yet
-            if current != stale or lost != first_lost:
-                raise _overwritten(path, lost)
-            current = _undo(client, path, lost, stale, metadata)
-            published += 1
-            edit, sent, lost = ours, None, None
-            continue
+        if overlap:
+            return _Outcome("overlap", current, published, text)
         response = client.publish(path, text, current, metadata)
         published += 1
         version = _landed(response, path)
         if version is not None:
-            return _Outcome("ok", version, text, current, first_lost)
+            return _Outcome("ok", version, published, text, current)
         sent, current = _Sent(text, current), response.number("server-version")
         if published < tries and _body(client, path, current) != sent.text:  # others keep publishing
             current = _step_aside(client, path, current, published, deadline)
+
+
+def _repair(client: MarkClient, path: str, edit: Callable[[str], Tuple[str, bool]], sent: _Sent, stale: int,
+            tries: int, metadata: Optional[Dict[str, str]]) -> _Outcome:
+    """Put back version L = `stale - 1`, which the server dropped when it stored our write `sent` as
+    `stale`, with at most `tries` PUBLISHes; then answer for `edit` (the loop's).
+
+    The merge loop publishes L's own change (from `sent.against` to L)
+    onto the latest version.  Where that overlaps while the latest is still
+    `stale`, `_undo` publishes L's exact body again, and the merge loop goes
+    on with `edit` from there.  Otherwise MarkError("overwritten") names L.
+    """
+    lost = stale - 1
+    against, restored = _body(client, path, sent.against), _body(client, path, lost)
+    back = _publish_loop(client, path, lambda latest: diff3(against, restored, latest), stale, None, tries, metadata)
+    if back.kind == "ok":
+        return back._replace(repaired=lost)
+    if back.kind == "contention" or back.version != stale:  # out of PUBLISHes, or someone built on ours
+        raise _overwritten(path, lost)
+    undone = _undo(client, path, lost, stale, metadata)
+    after = _publish_loop(client, path, edit, undone, None, tries - back.published - 1, metadata)
+    return after._replace(published=back.published + 1 + after.published, repaired=lost)
 
 
 def _is_ours(sent: Optional[_Sent], version: int, body: str) -> bool:
@@ -389,11 +405,6 @@ def _step_aside(client: MarkClient, path: str, current: int, published: int, dea
         return current
     time.sleep(pause)
     return _current_version(client, path)
-
-
-def _restore(against: str, lost: str) -> Callable[[str], Tuple[str, bool]]:
-    """The edit that puts back the change from `against` to `lost` (a version a stale write went over)."""
-    return lambda latest: diff3(against, lost, latest)
 
 
 def _undo(client: MarkClient, path: str, lost: int, stale: int, metadata: Optional[Dict[str, str]]) -> int:
@@ -431,7 +442,7 @@ def _candidate(client: MarkClient, path: str, body: str, expected_version: int, 
                repaired: Optional[int]) -> PublishResult:
     base = _base(client, path, expected_version)
     if base is None:
-        return _base_unavailable(client, path, expected_version)
+        return replace(_base_unavailable(client, path, expected_version), repaired=repaired)
     merged, had_conflict = diff3(base, body, _body(client, path, current))
     return PublishResult("merge-candidate", your_version=expected_version, current_version=current,
                          publish_at_version=current, has_markers=had_conflict, repaired=repaired, body=merged)
@@ -516,7 +527,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                              "its heading line included, on the latest version; with N, a section changed "
                              "since N is merged")
     parser.add_argument("--max-retries", type=int, default=3, metavar="N",
-                        help="merge attempts while others keep publishing (default 3)")
+                        help="PUBLISHes after the first, merges and repairs alike (default 3)")
     parser.add_argument("--file", help="read the body from FILE instead of stdin")
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
                         help=f"deadline of each request (default {DEFAULT_TIMEOUT:g})")
