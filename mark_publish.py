@@ -32,8 +32,9 @@
 
 Mark documents are versioned and immutable; a PUBLISH carries the version
 the caller edited (`expected-version`) and loses to any writer that came in
-between with status `conflict`.  With the default `on_conflict="fail"` that
-conflict is returned as it is.  With `on_conflict="merge"` the merge loop
+between with status `conflict`.  With the default `on_conflict="fail"` the
+answer is that conflict (once the call has checked that its write was not
+stored after all, below).  With `on_conflict="merge"` the merge loop
 (`_publish_loop`) takes over:
 
 1. FETCH the version the caller edited (the base; "" for version 0).
@@ -42,11 +43,11 @@ conflict is returned as it is.  With `on_conflict="merge"` the merge loop
 3. `diff3(base, ours, theirs)`.  Clean: PUBLISH the merge against that
    version.  Overlapping edits: publish nothing and return `status:
    conflict, mergeable: false` with the marked body for a person or an LLM.
-4. If that PUBLISH conflicts too, FETCH the version that conflict names:
-   if it holds what was just sent, see below; else (yet another writer)
-   wait a random, growing while (RETRY_PAUSE), read the newest version's
-   number and go back to 2 with it; when the budget is spent, return
-   `reason: contention`.
+4. If that PUBLISH conflicts too and the budget (below) is not spent,
+   FETCH the version that conflict names: if it holds what was just sent,
+   see below; else (yet another writer) wait a random, growing while
+   (RETRY_PAUSE), read the newest version's number and go back to 2 with
+   it.  Once the budget is spent, return `reason: contention`.
 
 With `on_conflict="candidate"` steps 1 to 3 run once, and the merge comes
 back unpublished as `status: merge-candidate` with the version to publish
@@ -54,7 +55,8 @@ it at: for an agent that reads a merge before it lands.
 
 One budget per call: `mark_publish` sends at most 1 + `max_retries`
 PUBLISHes of its own, repairs included (a request the server refused
-unhandled and the client sent again is the same PUBLISH).
+unhandled and the client sent again is the same PUBLISH); every PUBLISH
+after the first goes through one `_Budget`.
 
 The real server can store a write that it answers `conflict` (or whose
 answer is lost): when the version the conflict names holds what the call
@@ -186,16 +188,15 @@ def after_conflict(
     publishes nothing, "fail" answers the conflict.
     """
     _check_publish(path, body, expected_version, max_retries, on_conflict)
-    current = conflict.number("server-version")
+    current, sent, budget = conflict.number("server-version"), _Sent(body, expected_version), _Budget(max_retries)
     if on_conflict == "merge":
-        return _merge(client, path, body, expected_version, current, _Sent(body, expected_version),
-                      max_retries, metadata)
+        return _merge(client, path, body, expected_version, current, sent, budget, metadata)
     repaired = None
-    if current > expected_version and _holds(client, path, current, body):
+    if _is_ours(client, path, sent, current):  # the server stored it after all
         if current == expected_version + 1:
             return PublishResult("ok", version=current, merged=False)
         repaired = current - 1
-        current = _undo(client, path, repaired, current, metadata)
+        current = _undo(client, path, repaired, current, budget, metadata)
     if on_conflict == "fail":
         return PublishResult("conflict", your_version=expected_version, current_version=current, repaired=repaired)
     return _candidate(client, path, body, expected_version, current, repaired)
@@ -219,7 +220,7 @@ def merge_and_publish(
     _check_publish(path, body, expected_version, max_retries)
     current = _current_version(client, path)
     return _merge(client, path, body, expected_version, current, _Sent(body, expected_version),
-                  max_retries, metadata)
+                  _Budget(max_retries), metadata)
 
 
 def merge_candidate(client: MarkClient, path: str, body: str, expected_version: int) -> PublishResult:
@@ -233,7 +234,7 @@ def merge_candidate(client: MarkClient, path: str, body: str, expected_version: 
     """
     _check_publish(path, body, expected_version, 1)
     current = _current_version(client, path)
-    if current == expected_version + 1 and _holds(client, path, current, body):
+    if current == expected_version + 1 and _is_ours(client, path, _Sent(body, expected_version), current):
         return PublishResult("ok", version=current, merged=False)
     return _candidate(client, path, body, expected_version, current, None)
 
@@ -257,7 +258,7 @@ def publish_edit(
     check_path(path)
     check_int("version", version, minimum=0)
     check_int("max_retries", max_retries, minimum=1)
-    outcome = _publish_loop(client, path, edit, version, None, 1 + max_retries, metadata)
+    outcome = _publish_loop(client, path, edit, version, None, _Budget(1 + max_retries), metadata)
     return _answer(outcome, False, version, version, max_retries)
 
 
@@ -299,31 +300,44 @@ class _Sent(NamedTuple):
 class _Outcome(NamedTuple):
     """How `_publish_loop` ended: "ok" (`text` is version `version`, published onto
     `their_version`), "overlap" (`text` has markers; `version` is the latest seen)
-    or "contention" (`version` is the latest seen); `published`: the PUBLISHes it
-    sent; `repaired`: the version a stale write of ours went over, put back."""
+    or "contention" (`version` is the latest seen); `repaired`: the version a stale
+    write of ours went over, put back."""
     kind: str
     version: int
-    published: int
     text: str = ""
     their_version: int = 0
     repaired: Optional[int] = None
 
 
+class _Budget:
+    """The PUBLISHes a call has left.  Every PUBLISH of the call, repairs included, goes
+    through `publish`, so that no path can send more than the call was given."""
+
+    def __init__(self, left: int):
+        self.left, self.spent = left, 0
+
+    def publish(self, client: MarkClient, path: str, body: str, against: int,
+                metadata: Optional[Dict[str, str]]) -> MarkResponse:
+        self.left, self.spent = self.left - 1, self.spent + 1
+        return client.publish(path, body, against, metadata)
+
+
 def _merge(client: MarkClient, path: str, body: str, expected_version: int, current: int, sent: _Sent,
-           tries: int, metadata: Optional[Dict[str, str]]) -> PublishResult:
+           budget: _Budget, metadata: Optional[Dict[str, str]]) -> PublishResult:
     """The merge loop of `body` onto the latest version, for "merge" and `merge_and_publish`.
     (When the base is gone, nothing is published and nothing checked: the answer says base-unavailable.)"""
     base = _base(client, path, expected_version)
     if base is None:
         return _base_unavailable(client, path, expected_version)
-    outcome = _publish_loop(client, path, lambda latest: diff3(base, body, latest), current, sent, tries, metadata)
-    return _answer(outcome, outcome.text == body, expected_version, expected_version, tries)
+    retries = budget.left
+    outcome = _publish_loop(client, path, _change(base, body), current, sent, budget, metadata)
+    return _answer(outcome, outcome.text == body, expected_version, expected_version, retries)
 
 
 def _answer(outcome: _Outcome, plain: bool, base_version: int, your_version: Optional[int],
             retries: int) -> PublishResult:
     """The caller's answer once the merge loop ended in `outcome`; `plain`: what it
-    published is what the caller sent, merged with nothing."""
+    published is exactly what the caller sent (merged with nothing, or a merge that came out the same)."""
     if outcome.kind == "ok" and plain and outcome.repaired is None:
         return PublishResult("ok", version=outcome.version, merged=False)
     if outcome.kind == "ok":
@@ -337,43 +351,41 @@ def _answer(outcome: _Outcome, plain: bool, base_version: int, your_version: Opt
 
 
 def _publish_loop(client: MarkClient, path: str, edit: Callable[[str], Tuple[str, bool]], current: int,
-                  sent: Optional[_Sent], tries: int, metadata: Optional[Dict[str, str]]) -> _Outcome:
-    """Publish `edit(latest body)` onto the latest version: at most `tries` PUBLISHes.
+                  sent: Optional[_Sent], budget: _Budget, metadata: Optional[Dict[str, str]]) -> _Outcome:
+    """Publish `edit(latest body)` onto the latest version, while `budget` lasts.
 
     Each round reads version `current` by number (first the one given,
     then the one each conflict names, or the newest after `_step_aside`)
     and publishes the edit of it against it.  When that version is what
     this call published last (`sent`), the server stored it after all: as
     `sent.against + 1` it landed; later, it went over another writer's
-    version, which `_repair` puts back with the PUBLISHes left.
+    version, which `_repair` puts back.
     """
-    published, deadline = 0, time.monotonic() + client.timeout
+    deadline = time.monotonic() + client.timeout  # for the pauses between rounds
     while True:
         theirs = _body(client, path, current)
-        if _is_ours(sent, current, theirs):
+        if _is_ours(client, path, sent, current):
             if current == sent.against + 1:
-                return _Outcome("ok", current, published, theirs, sent.against)
-            repair = _repair(client, path, edit, sent, current, tries - published, metadata)
-            return repair._replace(published=published + repair.published)
-        if published == tries:
-            return _Outcome("contention", current, published)
+                return _Outcome("ok", current, theirs, sent.against)
+            return _repair(client, path, edit, sent, current, budget, metadata)
+        if not budget.left:
+            return _Outcome("contention", current)
         text, overlap = edit(theirs)
         if overlap:
-            return _Outcome("overlap", current, published, text)
-        response = client.publish(path, text, current, metadata)
-        published += 1
+            return _Outcome("overlap", current, text)
+        response = budget.publish(client, path, text, current, metadata)
         version = _landed(response, path)
         if version is not None:
-            return _Outcome("ok", version, published, text, current)
+            return _Outcome("ok", version, text, current)
         sent, current = _Sent(text, current), response.number("server-version")
-        if published < tries and _body(client, path, current) != sent.text:  # others keep publishing
-            current = _step_aside(client, path, current, published, deadline)
+        if budget.left and _body(client, path, current) != sent.text:  # others keep publishing
+            current = _step_aside(client, path, current, budget, deadline)
 
 
 def _repair(client: MarkClient, path: str, edit: Callable[[str], Tuple[str, bool]], sent: _Sent, stale: int,
-            tries: int, metadata: Optional[Dict[str, str]]) -> _Outcome:
-    """Put back version L = `stale - 1`, which the server dropped when it stored our write `sent` as
-    `stale`, with at most `tries` PUBLISHes; then answer for `edit` (the loop's).
+            budget: _Budget, metadata: Optional[Dict[str, str]]) -> _Outcome:
+    """Merge mode's repair of version L = `stale - 1`, which the server dropped when it stored our
+    write `sent` as `stale`; then the loop's answer, with `repaired: L`.
 
     The merge loop publishes L's own change (from `sent.against` to L)
     onto the latest version.  Where that overlaps while the latest is still
@@ -381,42 +393,52 @@ def _repair(client: MarkClient, path: str, edit: Callable[[str], Tuple[str, bool
     on with `edit` from there.  Otherwise MarkError("overwritten") names L.
     """
     lost = stale - 1
-    against, restored = _body(client, path, sent.against), _body(client, path, lost)
-    back = _publish_loop(client, path, lambda latest: diff3(against, restored, latest), stale, None, tries, metadata)
+    put_back = _change(_body(client, path, sent.against), _body(client, path, lost))
+    back = _publish_loop(client, path, put_back, stale, None, budget, metadata)
     if back.kind == "ok":
         return back._replace(repaired=lost)
     if back.kind == "contention" or back.version != stale:  # out of PUBLISHes, or someone built on ours
         raise _overwritten(path, lost)
-    undone = _undo(client, path, lost, stale, metadata)
-    after = _publish_loop(client, path, edit, undone, None, tries - back.published - 1, metadata)
-    return after._replace(published=back.published + 1 + after.published, repaired=lost)
+    undone = _undo(client, path, lost, stale, budget, metadata)
+    return _publish_loop(client, path, edit, undone, None, budget, metadata)._replace(repaired=lost)
 
 
-def _is_ours(sent: Optional[_Sent], version: int, body: str) -> bool:
-    """Whether `version`, whose body is `body`, is the write `sent`: the server stored it after all."""
-    return sent is not None and body == sent.text and version > sent.against
+def _change(base: str, changed: str) -> Callable[[str], Tuple[str, bool]]:
+    """The edit that makes, in the latest body, the change from `base` to `changed`: their diff3."""
+    return lambda latest: diff3(base, changed, latest)
 
 
-def _step_aside(client: MarkClient, path: str, current: int, published: int, deadline: float) -> int:
-    """Wait a random, growing while (RETRY_PAUSE) after a lost race, so that writers who lost together
-    do not race again together, and read the newest version's number; `current` if the deadline is near."""
-    pause = random.uniform(0, RETRY_PAUSE * 2 ** (published - 1))
+def _is_ours(client: MarkClient, path: str, sent: Optional[_Sent], version: int) -> bool:
+    """Whether `version` is the write `sent`, stored after all: later than the version it was sent
+    against, and holding its body (a version the server will not give is not ours)."""
+    if sent is None or version <= sent.against:
+        return False
+    response = client.fetch(path, version=version)
+    return response.status == "ok" and response.body == sent.text
+
+
+def _step_aside(client: MarkClient, path: str, current: int, budget: _Budget, deadline: float) -> int:
+    """Wait a random, growing while (RETRY_PAUSE, doubling with each PUBLISH spent) after a lost race,
+    so that writers who lost together do not race again together, and read the newest version's
+    number; `current` if the deadline is near."""
+    pause = random.uniform(0, RETRY_PAUSE * 2 ** (budget.spent - 1))
     if time.monotonic() + pause >= deadline:
         return current
     time.sleep(pause)
     return _current_version(client, path)
 
 
-def _undo(client: MarkClient, path: str, lost: int, stale: int, metadata: Optional[Dict[str, str]]) -> int:
+def _undo(client: MarkClient, path: str, lost: int, stale: int, budget: _Budget,
+          metadata: Optional[Dict[str, str]]) -> int:
     """Publish version `lost`'s body again against `stale`, the write of ours the server stored over it:
     the version the undo became.  MarkError("overwritten") when it did not land as `stale + 1`."""
     body = _body(client, path, lost)
-    response = client.publish(path, body, stale, metadata)
+    response = budget.publish(client, path, body, stale, metadata)
     version = _landed(response, path)
     if version is not None:
         return version
     named = response.number("server-version")
-    if not _holds(client, path, named, body):
+    if not _is_ours(client, path, _Sent(body, stale), named):
         raise _overwritten(path, lost)  # someone built on our stale write first
     if named > stale + 1:
         raise _overwritten(path, named - 1)  # the undo itself went over another writer's version
@@ -473,12 +495,6 @@ def _body(client: MarkClient, path: str, version: int) -> str:
     if response.status != "ok":
         raise MarkError.from_response(response, f"FETCH {path}/v{version}")
     return response.body
-
-
-def _holds(client: MarkClient, path: str, version: int, text: str) -> bool:
-    """Whether `version` exists and its body is `text` (a version the server will not give is not ours)."""
-    response = client.fetch(path, version=version)
-    return response.status == "ok" and response.body == text
 
 
 def _current_version(client: MarkClient, path: str) -> int:
