@@ -12,7 +12,7 @@
     ('ok', 1, '# Notes\\n')
     >>> client.close(); server.close()
 
-Over HTTP a try is one request: the verb as the HTTP method, to base_url +
+Over HTTP each try is one request: the verb as the HTTP method, to base_url +
 the path percent-encoded ("#" included), never redirected.  `timeout` is a
 deadline without threads: each socket read of the answer, status line and
 headers included, waits only for the time left (`_Budget`).
@@ -138,9 +138,7 @@ class MarkClient:
             raise ValueError(f"a mark:// base_url is a host and port, without a path: {base_url!r}")
         if parts.scheme == "mark" and (session is not None or proxies):
             raise ValueError("session and proxies are for http(s):// URLs; mark:// speaks QUIC")
-        if proxies is not None and not (isinstance(proxies, dict) and all(
-                isinstance(url, str) and url.lower().startswith(("http://", "https://")) for url in proxies.values())):
-            raise ValueError("proxies must map a scheme to an http:// or https:// proxy URL")
+        _check_proxies(proxies)
         if not isinstance(verify, (bool, str)) or (isinstance(verify, str) and not os.path.isfile(verify)):
             raise ValueError(f"verify must be True, False or the path of a PEM file of CAs, not {verify!r}")
         if token is not None and (not isinstance(token, str) or not token.strip()):
@@ -336,9 +334,9 @@ class MarkClient:
         """One HTTP exchange, by the deadline: the body of its HTTP 200 answer, and
         whether its length was known (else it ended when the connection did).
 
-        The time left is the connect timeout and, after connecting and
-        sending, what remains of it the read timeout, which `_DeadlineAdapter`
-        makes a budget for the whole answer, status line and headers included.
+        urllib3.Timeout(total=the time left) bounds the connect, and makes the
+        read timeout what is left after connecting and sending; the session's
+        `_DeadlineAdapter` makes that a budget for every read of the answer.
         """
         doing = f"{verb} {url}"
         try:
@@ -493,7 +491,7 @@ def _read_answer(http: requests.Response, doing: str) -> Tuple[bytes, bool]:
             if size > MAX_RESPONSE_BYTES:
                 raise _lost(f"{doing}: the answer is larger than {MAX_RESPONSE_BYTES} bytes")
             chunks.append(chunk)
-    except (socket.timeout, urllib3_exceptions.ReadTimeoutError):
+    except urllib3_exceptions.ReadTimeoutError:  # _Budget's socket.timeout, as urllib3 raises it
         raise _lost(f"{doing}: no whole answer within the timeout") from None
     except (OSError, urllib3_exceptions.HTTPError) as error:
         raise _lost(f"{doing}: the answer was cut off ({type(error).__name__})") from None
@@ -746,6 +744,13 @@ def check_path(path) -> None:
         raise ValueError(f"path must start with '/': {path!r}")
     if any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F for c in path):
         raise ValueError(f"path must not contain NUL or control characters: {path!r}")
+
+
+def _check_proxies(proxies) -> None:
+    """Proxies as requests takes them, through an http:// or https:// proxy: a SOCKS one would bypass _Budget."""
+    if proxies is not None and not (isinstance(proxies, dict) and all(
+            isinstance(url, str) and url.lower().startswith(("http://", "https://")) for url in proxies.values())):
+        raise ValueError("proxies must map a scheme to an http:// or https:// proxy URL")
 
 
 def check_str(name: str, value) -> None:

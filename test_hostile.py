@@ -141,6 +141,17 @@ def test_proxies_given_by_the_caller_are_used(raw):
     assert proxy.requests[0].startswith(b"FETCH http://127.0.0.1:9/p ")
 
 
+def test_a_socks_proxy_is_refused_before_anything_is_sent(raw):
+    server = raw(lambda conn, request: conn.sendall(http(mark_answer("hello\n", version=1))))
+    with pytest.raises(ValueError, match="proxies must map a scheme to an http:// or https:// proxy URL"):
+        MarkClient(server.url, proxies={"http": "socks5://127.0.0.1:9"})
+    session = requests.Session()  # the deadline's reads would not go through a SOCKS proxy's connections
+    session.proxies["http"] = "socks5://127.0.0.1:9"
+    with pytest.raises(ValueError, match="only http:// and https:// proxies are supported, not socks5://"):
+        MarkClient(server.url, session=session).fetch("/p")
+    assert server.connections == 0
+
+
 # ------------------------------------------------------------ deadline and size
 
 @pytest.mark.parametrize("head,drip", [
