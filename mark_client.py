@@ -12,7 +12,10 @@
     ('ok', 1, '# Notes\\n')
     >>> client.close(); server.close()
 
-XXX
+Over HTTP each try is one request: the verb as the HTTP method, to base_url +
+the path percent-encoded ("#" included), never redirected.  `timeout` is a
+deadline without threads: each socket read of the answer, status line and
+headers included, waits only for the time left (`_Budget`).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import ipaddress
 import os
 import random
 import re
+import socket
 import time
 from collections import OrderedDict
 from http.client import RemoteDisconnected
@@ -29,7 +33,11 @@ from typing import Callable, Dict, NamedTuple, Optional, Tuple, Union
 from urllib.parse import quote, urlsplit
 
 import requests
+from requests.adapters import HTTPAdapter
+from urllib3 import Timeout
 from urllib3 import exceptions as urllib3_exceptions
+from urllib3.connection import HTTPConnection, HTTPSConnection
+from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
 __version__ = "0.2.0"  # the release this file is from; vendored copies keep saying it
 __all__ = ["MarkClient", "MarkResponse", "MarkError", "read_frontmatter", "write_frontmatter", "write_scalar",
@@ -102,6 +110,11 @@ class MarkClient:
     Methods return every Mark status (conflict, not-found, ...) as a
     `MarkResponse` and raise `MarkError` only when no Mark response came
     back.  One client per thread.
+
+    A `session` of your own is used as it is (hooks, certificates, its
+    proxies and verify), except that this client mounts its adapter for
+    base_url's URLs on it, so that `timeout` stays a deadline: requests to
+    other hosts through that session are untouched.
     """
 
     def __init__(
@@ -125,6 +138,7 @@ class MarkClient:
             raise ValueError(f"a mark:// base_url is a host and port, without a path: {base_url!r}")
         if parts.scheme == "mark" and (session is not None or proxies):
             raise ValueError("session and proxies are for http(s):// URLs; mark:// speaks QUIC")
+        _check_proxies(proxies)
         if not isinstance(verify, (bool, str)) or (isinstance(verify, str) and not os.path.isfile(verify)):
             raise ValueError(f"verify must be True, False or the path of a PEM file of CAs, not {verify!r}")
         if token is not None and (not isinstance(token, str) or not token.strip()):
@@ -139,25 +153,18 @@ class MarkClient:
         self.base_url = base_url.rstrip("/")
         self.timeout = timeout
         self._token = token
-        self._proxies = dict(proxies or {})
-        self._verify = verify
         self._versions: "OrderedDict[tuple, MarkResponse]" = OrderedDict()
         self._link = _quic_link(parts.hostname, parts.port or MARK_PORT, verify) if parts.scheme == "mark" else None
-        self._own_session = session is None
         if session is None:
-            session = self._new_session()
-        else:
-            session.proxies.update(self._proxies)
+            session = requests.Session()
+            # Proxies come from the caller, never from HTTP_PROXY and the like:
+            # a proxy would see the token, which travels in the body.
+            session.trust_env = False
+            session.verify = verify
+        session.proxies.update(proxies or {})
+        # The deadline holds on a session passed in too, for this server's URLs only.
+        session.mount(self.base_url + "/", _DeadlineAdapter())
         self._session = session
-
-    def _new_session(self) -> requests.Session:
-        session = requests.Session()
-        # Proxies come from the caller, never from HTTP_PROXY and the like:
-        # a proxy would see the token, which travels in the body.
-        session.trust_env = False
-        session.proxies.update(self._proxies)
-        session.verify = self._verify
-        return session
 
     def __repr__(self) -> str:
         return f"MarkClient({self.base_url!r}, token={'<set>' if self._token else None})"
@@ -327,46 +334,26 @@ class MarkClient:
         """One HTTP exchange, by the deadline: the body of its HTTP 200 answer, and
         whether its length was known (else it ended when the connection did).
 
-        The exchange runs on a worker thread so that the caller stops waiting
-        at the deadline even while a server trickles its status line and
-        headers, where requests can only bound each socket read.  A worker
-        still waiting then keeps the session it has until it ends; this
-        client goes on with a new one (a session passed in is kept).
+        urllib3.Timeout(total=the time left) bounds the connect, and makes the
+        read timeout what is left after connecting and sending; the session's
+        `_DeadlineAdapter` makes that a budget for every read of the answer.
         """
         doing = f"{verb} {url}"
-        session = self._session
-        outcome: list = []
-
-        def exchange() -> None:
-            try:
-                http = session.request(
-                    verb, url, data=data, timeout=max(0.001, deadline - time.monotonic()),
-                    allow_redirects=False, stream=True,
-                    headers={"Content-Type": "text/markdown; charset=utf-8", "Accept-Encoding": "identity"},
-                )
-                with http:
-                    outcome.append(_read_answer(http, doing, deadline))
-            except requests.RequestException as error:
-                failure = f"{doing} failed: {type(error).__name__}"
-                if _closed_unanswered(error):
-                    outcome.append(_Refused(after_sending=True))
-                else:
-                    outcome.append(MarkError("transport", failure, may_have_landed=not _never_sent(error)))
-            except (MarkError, _Refused) as error:
-                outcome.append(error)
-
-        import threading  # the one thread this blocking client starts: the deadline's worker, here only
-
-        worker = threading.Thread(target=exchange, name="mark-exchange", daemon=True)
-        worker.start()
-        worker.join(max(0.0, deadline - time.monotonic()))
-        if not outcome:
-            if self._own_session:
-                self._session = self._new_session()
-            raise _lost(f"{doing}: no whole answer within the timeout")
-        if isinstance(outcome[0], Exception):
-            raise outcome[0]
-        return outcome[0]
+        try:
+            http = self._session.request(
+                verb, url, data=data, timeout=Timeout(total=max(0.001, deadline - time.monotonic())),
+                allow_redirects=False, stream=True,
+                headers={"Content-Type": "text/markdown; charset=utf-8", "Accept-Encoding": "identity"},
+            )
+            with http:
+                return _read_answer(http, doing)
+        except requests.ReadTimeout:
+            raise _lost(f"{doing}: no whole answer within the timeout") from None
+        except requests.RequestException as error:
+            if _closed_unanswered(error):
+                raise _Refused(after_sending=True) from None
+            raise MarkError("transport", f"{doing} failed: {type(error).__name__}",
+                            may_have_landed=not _never_sent(error)) from None
 
     def _write(self, verb: str, path: str, sent: Dict[str, str], body: str, expected_version: Optional[int],
                metadata: Optional[Dict[str, str]], stored_as: Callable[[int], str]) -> MarkResponse:
@@ -481,9 +468,9 @@ def _never_sent(error: requests.RequestException) -> bool:
     return isinstance(error, requests.ConnectionError) and isinstance(reason, urllib3_exceptions.NewConnectionError)
 
 
-def _read_answer(http: requests.Response, doing: str, deadline: float) -> Tuple[bytes, bool]:
-    """The body of an HTTP 200 answer, read by the deadline, within MAX_RESPONSE_BYTES,
-    and whether it came with its length (Content-Length or chunks)."""
+def _read_answer(http: requests.Response, doing: str) -> Tuple[bytes, bool]:
+    """The body of an HTTP 200 answer, within MAX_RESPONSE_BYTES, and whether it came
+    with its length (Content-Length or chunks); the deadline is the socket's (see _Budget)."""
     if http.status_code in (429, 503):
         after = http.headers.get("Retry-After", "")
         raise _Refused(float(after) if _is_digits(after) and len(after) < 6 else None)
@@ -499,26 +486,101 @@ def _read_answer(http: requests.Response, doing: str, deadline: float) -> Tuple[
         raise _lost(f"{doing}: the answer is larger than {MAX_RESPONSE_BYTES} bytes")
     chunks, size = [], 0
     try:
-        while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise _lost(f"{doing}: no whole answer within the timeout")
-            connection = http.raw.connection
-            if connection is not None and connection.sock is not None:
-                connection.sock.settimeout(remaining)  # so the worker itself stops at the deadline
-            chunk = http.raw.read1(65536)
-            if not chunk:
-                break
+        while chunk := http.raw.read(65536, decode_content=False):
             size += len(chunk)
             if size > MAX_RESPONSE_BYTES:
                 raise _lost(f"{doing}: the answer is larger than {MAX_RESPONSE_BYTES} bytes")
             chunks.append(chunk)
+    except urllib3_exceptions.ReadTimeoutError:  # _Budget's socket.timeout, as urllib3 raises it
+        raise _lost(f"{doing}: no whole answer within the timeout") from None
     except (OSError, urllib3_exceptions.HTTPError) as error:
         raise _lost(f"{doing}: the answer was cut off ({type(error).__name__})") from None
     if announced is not None and size != int(announced):
         raise _lost(f"{doing}: the answer was cut off ({size} of {announced} bytes)")
     chunked = "chunked" in http.headers.get("Transfer-Encoding", "").lower()
     return b"".join(chunks), announced is not None or chunked
+
+
+# ---- the deadline: urllib3 sets a connection's socket to the read timeout just before
+# ---- it reads the answer (1.26 and 2.x alike); _Budget makes that a budget for all reads.
+
+class _Budget:
+    """A connected socket whose reads together wait no longer than the timeout last set.
+
+    A socket timeout bounds each recv alone, so a server sending a byte now
+    and then could hold an answer forever; here every recv waits only for
+    what is left, and then raises socket.timeout.  All else is the socket's.
+    """
+
+    def __init__(self, sock):
+        self._sock = sock
+        self._timeout: Optional[float] = sock.gettimeout()
+        self._until: Optional[float] = None
+
+    def __getattr__(self, name: str):
+        return getattr(self._sock, name)
+
+    def settimeout(self, timeout: Optional[float]) -> None:
+        self._timeout = timeout
+        self._until = None if timeout is None else time.monotonic() + timeout
+        self._sock.settimeout(timeout)
+
+    def recv_into(self, buffer, nbytes: int = 0, flags: int = 0) -> int:
+        if self._until is None:
+            return self._sock.recv_into(buffer, nbytes, flags)
+        left = self._until - time.monotonic()
+        if left <= 0:
+            raise socket.timeout("timed out")
+        self._sock.settimeout(left)
+        try:
+            return self._sock.recv_into(buffer, nbytes, flags)
+        finally:
+            self._sock.settimeout(self._timeout)  # urllib3 1.26 sends a reused connection's next request with it
+
+    def makefile(self, mode: str = "rb", buffering: Optional[int] = None):
+        # http.client reads the answer through this file.  The socket makes it
+        # (so closing the socket keeps it open, as http.client needs), and its
+        # reads are pointed at recv_into above.
+        file = self._sock.makefile(mode, buffering)
+        file.raw._sock = self
+        return file
+
+
+class _BudgetHTTPConnection(HTTPConnection):
+    def connect(self) -> None:
+        super().connect()
+        self.sock = _Budget(self.sock)
+
+
+class _BudgetHTTPSConnection(HTTPSConnection):
+    def connect(self) -> None:
+        super().connect()  # TLS wraps the plain socket first: _Budget goes around what reads the answer
+        self.sock = _Budget(self.sock)
+
+
+class _BudgetHTTPPool(HTTPConnectionPool):
+    ConnectionCls = _BudgetHTTPConnection
+
+
+class _BudgetHTTPSPool(HTTPSConnectionPool):
+    ConnectionCls = _BudgetHTTPSConnection
+
+
+class _DeadlineAdapter(HTTPAdapter):
+    """requests' adapter, whose connections (direct or through an http(s) proxy) read through a _Budget."""
+
+    _POOLS = {"http": _BudgetHTTPPool, "https": _BudgetHTTPSPool}
+
+    def init_poolmanager(self, *args, **kwargs) -> None:
+        super().init_poolmanager(*args, **kwargs)
+        self.poolmanager.pool_classes_by_scheme = self._POOLS
+
+    def proxy_manager_for(self, proxy: str, **proxy_kwargs):
+        if not proxy.lower().startswith(("http://", "https://")):  # a SOCKS proxy's pools would not read through _Budget
+            raise ValueError(f"only http:// and https:// proxies are supported, not {urlsplit(proxy).scheme}://")
+        manager = super().proxy_manager_for(proxy, **proxy_kwargs)
+        manager.pool_classes_by_scheme = self._POOLS
+        return manager
 
 
 # ---- frontmatter codec: this block is the same, byte for byte, in mark_publish.py
@@ -682,6 +744,13 @@ def check_path(path) -> None:
         raise ValueError(f"path must start with '/': {path!r}")
     if any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F for c in path):
         raise ValueError(f"path must not contain NUL or control characters: {path!r}")
+
+
+def _check_proxies(proxies) -> None:
+    """Proxies as requests takes them, through an http:// or https:// proxy: a SOCKS one would bypass _Budget."""
+    if proxies is not None and not (isinstance(proxies, dict) and all(
+            isinstance(url, str) and url.lower().startswith(("http://", "https://")) for url in proxies.values())):
+        raise ValueError("proxies must map a scheme to an http:// or https:// proxy URL")
 
 
 def check_str(name: str, value) -> None:

@@ -95,6 +95,19 @@ def test_fail_mode_is_one_publish_and_a_fetch(server):
     assert (result.status, result.current_version, result.merged, sent) == ("conflict", 2, None, ["PUBLISH", "FETCH"])
 
 
+def test_a_path_holding_a_hash_is_one_document(server):
+    sent = []
+    session = requests.Session()
+    session.hooks["response"].append(lambda response, *a, **k: sent.append(response.request.path_url))
+    writer = client(server, session=session)
+    assert writer.publish("/a#b.md", "hash\n", 0).status == "created"
+    assert writer.publish("/a.md", "plain\n", 0).status == "created"  # what the name would be cut to
+    page = client(server).fetch("/a#b.md")
+    assert (page.status, page.number("version"), page.body) == ("ok", 1, "hash\n")
+    assert sent == ["/a%23b.md", "/a.md"]  # "#" percent-encoded on the wire: part of the path, not a fragment
+    assert client(server).fetch("/a.md").body == "plain\n"
+
+
 def test_concurrent_appends_serialize(server):
     client(server).publish("/log.md", "log", expected_version=0)
     texts = [f"entry {n}" for n in range(4)]

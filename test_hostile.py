@@ -7,12 +7,17 @@ the real reference server that swallows an answer after the write landed.
 
 import gzip
 import hashlib
+import shutil
 import socket
+import ssl
+import subprocess
 import threading
 import time
 
 import pytest
+import requests
 import responses
+import urllib3
 
 import mark_client as mc
 from mark_publish import MarkClient, MarkError, mark_append, mark_publish
@@ -24,16 +29,18 @@ class RawServer:
     """Accepts connections on 127.0.0.1 and hands each to `answer(conn, request)`.
 
     `request` is the whole HTTP request as bytes; every connection is
-    counted, so a test can tell that nobody reached this server.
+    counted, so a test can tell that nobody reached this server.  With
+    `tls` (an ssl.SSLContext) it speaks https.
     """
 
-    def __init__(self, answer):
+    def __init__(self, answer, tls=None):
         self.answer = answer
         self.connections = 0
         self.requests = []
         self._closing = False
+        self._tls = tls
         self._listener = socket.create_server(("127.0.0.1", 0))
-        self.url = f"http://127.0.0.1:{self._listener.getsockname()[1]}"
+        self.url = f"{'https' if tls else 'http'}://127.0.0.1:{self._listener.getsockname()[1]}"
         self._thread = threading.Thread(target=self._serve, daemon=True)
         self._thread.start()
 
@@ -44,13 +51,13 @@ class RawServer:
                 conn.close()
                 return
             self.connections += 1
-            with conn:
-                request = read_request(conn)
-                self.requests.append(request)
-                try:
+            try:
+                with self._tls.wrap_socket(conn, server_side=True) if self._tls else conn as conn:
+                    request = read_request(conn)
+                    self.requests.append(request)
                     self.answer(conn, request)
-                except OSError:
-                    pass  # the client gave up first, as it should
+            except OSError:
+                pass  # the client gave up first, as it should
 
     def close(self):
         self._closing = True
@@ -93,8 +100,8 @@ def http(payload: bytes, status: str = "200 OK", headers: str = "", length=None)
 def raw():
     servers = []
 
-    def start(answer):
-        servers.append(RawServer(answer))
+    def start(answer, tls=None):
+        servers.append(RawServer(answer, tls))
         return servers[-1]
 
     yield start
@@ -135,6 +142,17 @@ def test_proxies_given_by_the_caller_are_used(raw):
     assert proxy.requests[0].startswith(b"FETCH http://127.0.0.1:9/p ")
 
 
+def test_a_socks_proxy_is_refused_before_anything_is_sent(raw):
+    server = raw(lambda conn, request: conn.sendall(http(mark_answer("hello\n", version=1))))
+    with pytest.raises(ValueError, match="proxies must map a scheme to an http:// or https:// proxy URL"):
+        MarkClient(server.url, proxies={"http": "socks5://127.0.0.1:9"})
+    session = requests.Session()  # the deadline's reads would not go through a SOCKS proxy's connections
+    session.proxies["http"] = "socks5://127.0.0.1:9"
+    with pytest.raises(ValueError, match="only http:// and https:// proxies are supported, not socks5://"):
+        MarkClient(server.url, session=session).fetch("/p")
+    assert server.connections == 0
+
+
 # ------------------------------------------------------------ deadline and size
 
 @pytest.mark.parametrize("head,drip", [
@@ -156,6 +174,64 @@ def test_timeout_is_a_deadline_for_a_trickling_answer(raw, head, drip):
     with pytest.raises(MarkError, match="within the timeout"):
         client.fetch("/p")
     assert not trickled.is_set()  # it gave up at its deadline, while the trickle went on
+
+
+def trickling_headers(conn, request):
+    """An answer's status line, then a header line every 0.25 s: never whole, 10 s in all."""
+    conn.sendall(b"HTTP/1.1 200 OK\r\n")
+    for _ in range(40):
+        conn.sendall(b"X-Slow: y\r\n")
+        time.sleep(0.25)
+
+
+def tls_context(tmp_path):
+    """A server TLS context with a self-signed certificate made now by openssl (the client is told verify=False)."""
+    if shutil.which("openssl") is None:
+        pytest.skip("no openssl command to make a certificate")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                    "-keyout", tmp_path / "key.pem", "-out", tmp_path / "cert.pem", "-days", "1", "-subj", "/CN=127.0.0.1"],
+                   check=True, capture_output=True)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(tmp_path / "cert.pem", tmp_path / "key.pem")
+    return context
+
+
+@pytest.mark.filterwarnings("ignore::urllib3.exceptions.InsecureRequestWarning")  # verify=False, on purpose
+@pytest.mark.parametrize("route", ["https", "proxy", "session"])
+def test_the_deadline_holds_over_https_through_a_proxy_and_on_a_session_passed_in(raw, tmp_path, route):
+    server = raw(trickling_headers, tls=tls_context(tmp_path) if route == "https" else None)
+    if route == "proxy":  # the proxy is the one trickling: it answers for the server behind it
+        client = MarkClient("http://127.0.0.1:9", timeout=1.0, proxies={"http": server.url})
+    else:
+        client = MarkClient(server.url, timeout=1.0, verify=False,
+                            session=requests.Session() if route == "session" else None)
+    with pytest.raises(MarkError, match="within the timeout"):
+        client.fetch("/p")
+    assert server.connections == 1 and len(server.requests) == 1
+
+
+def test_an_exchange_starts_no_thread(raw, monkeypatch):
+    server = raw(lambda conn, request: conn.sendall(http(mark_answer("hello\n", version=1))))
+    caller, started = threading.current_thread(), []
+    start = threading.Thread.start
+
+    def recorded(thread):
+        if threading.current_thread() is caller:
+            started.append(thread.name)
+        start(thread)
+
+    monkeypatch.setattr(threading.Thread, "start", recorded)
+    client = MarkClient(server.url, token=TOKEN)
+    assert client.request("FETCH", "/p").body == "hello\n"
+    assert client.publish("/p", "two\n", 1).status == "ok"
+    assert started == [] and len(server.requests) == 2
+
+
+def test_the_answer_is_read_without_read1(raw, monkeypatch):
+    # urllib3 before 2.3 (1.26 included, which requests accepts) has no HTTPResponse.read1.
+    monkeypatch.delattr(urllib3.response.HTTPResponse, "read1", raising=False)
+    server = raw(lambda conn, request: conn.sendall(http(mark_answer("hello\n", version=1))))
+    assert MarkClient(server.url, timeout=2).request("FETCH", "/p").body == "hello\n"
 
 
 def test_oversized_answer_is_refused_from_its_length(raw):
