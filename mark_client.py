@@ -12,10 +12,41 @@
     ('ok', 1, '# Notes\\n')
     >>> client.close(); server.close()
 
-Over HTTP each try is one request: the verb as the HTTP method, to base_url +
-the path percent-encoded ("#" included), never redirected.  `timeout` is a
-deadline without threads: each socket read of the answer, status line and
-headers included, waits only for the time left (`_Budget`).
+`MarkClient` sends one Mark request per call and returns the server's
+answer, whatever its status (`ok`, `created`, `conflict`, `not-found`, ...),
+as `MarkResponse(status, metadata, body)`.  It raises `MarkError` only when
+no usable answer came back.  The rules, in the order a call meets them:
+
+1. Bad arguments raise ValueError or TypeError, naming the argument, before
+   anything is sent.  The token travels as `auth` metadata in the body,
+   never in a URL, a repr or an error; plain http:// gets it for loopback
+   hosts only unless `allow_insecure_http=True`.
+2. The wire: `http(s)://` is Mark over HTTP (the verb is the HTTP method,
+   the Mark request is the HTTP body, sent to base_url + the path
+   percent-encoded, "#" included; redirects never followed; an answer is
+   only an HTTP 200).  `mark://` is Mark over QUIC, through mark_quic.py.
+3. `timeout` is a deadline for the whole call, without threads: every
+   socket read of an HTTP answer, status line and headers included, waits
+   only for the time left (`_DeadlineSocket`).
+4. A request the server refused unhandled (HTTP 429/503, an empty QUIC
+   answer: the real server's rate limit) is sent again after a jittered,
+   growing pause (`Retry-After` honoured), at most REFUSED_TRIES times in
+   all and never past the deadline; then MarkError("refused").
+5. An answer is checked before it is believed: at most MAX_RESPONSE_BYTES
+   (refused while it arrives), not compressed, as long as its
+   Content-Length says, its body matching its `content-hash`, and a
+   close-delimited one must carry a `content-hash`.
+6. A PUBLISH or APPEND whose answer was lost after it went out (or that
+   answered `server-error`, which the real server can answer after
+   storing) is looked for, never sent blindly again: the versions after
+   `expected_version` are read back (`_stored`); found as expected + 1 it
+   is `created`, found later it is the `conflict` the real server answers
+   for a stale write, not found it is MarkError with `may_have_landed`.
+7. Versions are immutable, so `fetch(path, version=N)` is cached (the
+   last _CACHED_VERSIONS), and a version this client published is known
+   without a FETCH.  `fetch(path)` checks the current body against the
+   version its number names, because the real server's current link can
+   lag its newest version.
 """
 
 from __future__ import annotations
@@ -97,7 +128,6 @@ class MarkError(Exception):
         return cls(response.status, f"{doing}: {message or response.status}", response.metadata)
 
 
-
 # --------------------------------------------------------------- the client
 
 class MarkClient:
@@ -127,24 +157,8 @@ class MarkClient:
         proxies: Optional[Dict[str, str]] = None,
         verify: Union[bool, str] = True,
     ):
-        if not isinstance(base_url, str):
-            raise TypeError(f"base_url must be str, not {type(base_url).__name__}")
-        parts = urlsplit(base_url)
-        if parts.scheme not in ("http", "https", "mark") or not parts.hostname:
-            raise ValueError(f"base_url must be a mark://, http:// or https:// URL with a host, not {base_url!r}")
-        if parts.query or parts.fragment or parts.username or parts.password:
-            raise ValueError("base_url must not carry a query, fragment or credentials")
-        if parts.scheme == "mark" and parts.path.strip("/"):
-            raise ValueError(f"a mark:// base_url is a host and port, without a path: {base_url!r}")
-        if parts.scheme == "mark" and (session is not None or proxies):
-            raise ValueError("session and proxies are for http(s):// URLs; mark:// speaks QUIC")
-        _check_proxies(proxies)
-        if not isinstance(verify, (bool, str)) or (isinstance(verify, str) and not os.path.isfile(verify)):
-            raise ValueError(f"verify must be True, False or the path of a PEM file of CAs, not {verify!r}")
-        if token is not None and (not isinstance(token, str) or not token.strip()):
-            raise TypeError("token must be a non-empty str or None")
-        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
-            raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}")
+        parts = _check_url(base_url, session is not None or bool(proxies))
+        _check_settings(token, timeout, proxies, verify)
         if token and parts.scheme == "http" and not _is_loopback(parts.hostname) and not allow_insecure_http:
             raise ValueError(
                 "refusing to send the token over plain http:// to a non-loopback host; "
@@ -274,6 +288,29 @@ class MarkClient:
               stored: Optional[Callable[[], Optional[MarkResponse]]] = None) -> MarkResponse:
         """`request`; `stored()` says where a write went when an HTTP connection closed
         unanswered (a refusal, or a server that broke after storing it): None sends it again."""
+        payload, url = self._message(verb, path, metadata, body)
+        doing, deadline, tries = f"{verb} {url}", time.monotonic() + self.timeout, 0
+        while True:
+            tries += 1
+            try:
+                if self._link:
+                    data = self._link.exchange(payload, doing, deadline - time.monotonic(),
+                                               retry=verb in _READS, limit=MAX_RESPONSE_BYTES)
+                    if not data:  # the stream ended without a byte: refused unread (the real server's rate limit)
+                        raise _Refused()
+                    return _parse_answer(data, True, doing)
+                return _parse_answer(*self._exchange(verb, url, payload, deadline), doing)
+            except _Refused as refused:
+                found = stored() if refused.after_sending and stored is not None else None
+                if found is not None:
+                    return found
+                pause = refused.retry_after if refused.retry_after is not None else _backoff(tries)
+                if tries == REFUSED_TRIES or time.monotonic() + pause >= deadline:
+                    raise refused.error(doing, tries) from None
+                time.sleep(pause)
+
+    def _message(self, verb: str, path: str, metadata: Optional[Dict[str, str]], body: str) -> Tuple[bytes, str]:
+        """The request as this client's wire carries it, and the URL it goes to."""
         if not isinstance(verb, str) or not (verb.isascii() and verb.isalpha()):
             raise ValueError(f"verb must be a word of ASCII letters, such as FETCH, not {verb!r}")
         check_path(path)
@@ -285,50 +322,9 @@ class MarkClient:
             # As the real client writes it: a metadata block only when there is
             # metadata, or when the body would otherwise be read as one.
             block = write_frontmatter(metadata) if metadata or body.startswith("---") else ""
-            doing = f"{verb} {self.base_url}{path}"
-            payload = f"{verb} {path}\n{block}{body}".encode("utf-8")
-        else:
-            block = write_frontmatter(metadata) if (metadata or body) else ""  # the binding's rule
-            url = self.base_url + quote(path, safe="/")
-            doing = f"{verb} {url}"
-            payload = (block + body).encode("utf-8")
-        deadline = time.monotonic() + self.timeout
-        for tries in range(1, REFUSED_TRIES + 1):
-            try:
-                if self._link:
-                    data, whole = self._link.exchange(payload, doing, deadline - time.monotonic(),
-                                                      retry=verb in _READS, limit=MAX_RESPONSE_BYTES), True
-                    if not data:  # the stream ended without a byte: refused unread (the real server's rate limit)
-                        raise _Refused()
-                else:
-                    data, whole = self._exchange(verb, url, payload, deadline)
-                break
-            except _Refused as refused:
-                if refused.after_sending and stored is not None:
-                    found = stored()
-                    if found is not None:
-                        return found
-                pause = refused.retry_after if refused.retry_after is not None else _backoff(tries)
-                if tries < REFUSED_TRIES and time.monotonic() + pause < deadline:
-                    time.sleep(pause)
-                    continue
-                if refused.after_sending:
-                    raise _lost(f"{doing}: the connection closed without an answer, "
-                                                   f"{tries} times") from None
-                raise MarkError("refused", f"{doing}: the server refused the request {tries} times "
-                                           "without handling it (over its rate limit?); try again later") from None
-        try:
-            metadata, body = read_frontmatter(data.decode("utf-8"))
-            status = metadata.pop("status")
-        except (UnicodeDecodeError, ValueError, KeyError):
-            raise _lost(f"{doing}: the answer is not a Mark response") from None
-        digest = metadata.get("content-hash")
-        if digest is None and not whole:
-            raise _lost(f"{doing}: the answer had no length and no content-hash, "
-                                           "so whether it came whole is unknown")
-        if digest is not None and digest != "sha256-" + hashlib.sha256(body.encode("utf-8")).hexdigest():
-            raise MarkError("transport", f"{doing}: the body does not match its content-hash")
-        return MarkResponse(status, metadata, body)
+            return f"{verb} {path}\n{block}{body}".encode("utf-8"), self.base_url + path
+        block = write_frontmatter(metadata) if (metadata or body) else ""  # the binding's rule
+        return (block + body).encode("utf-8"), self.base_url + quote(path, safe="/")
 
     def _exchange(self, verb: str, url: str, data: bytes, deadline: float) -> Tuple[bytes, bool]:
         """One HTTP exchange, by the deadline: the body of its HTTP 200 answer, and
@@ -416,6 +412,8 @@ class MarkClient:
         return None
 
 
+# ---------------------------------------------- refusals, lost answers, reading answers
+
 def _quic_link(host: str, port: int, verify: Union[bool, str]):
     """The QUIC connection of a mark:// client: mark_quic.py, which needs aioquic."""
     try:
@@ -441,6 +439,13 @@ class _Refused(Exception):
     def __init__(self, retry_after: Optional[float] = None, after_sending: bool = False):
         super().__init__("refused")
         self.retry_after, self.after_sending = retry_after, after_sending
+
+    def error(self, doing: str, tries: int) -> MarkError:
+        """What the caller is told once no try is left."""
+        if self.after_sending:
+            return _lost(f"{doing}: the connection closed without an answer, {tries} times")
+        return MarkError("refused", f"{doing}: the server refused the request {tries} times "
+                                    "without handling it (over its rate limit?); try again later")
 
 
 def _backoff(tries: int) -> float:
@@ -468,22 +473,25 @@ def _never_sent(error: requests.RequestException) -> bool:
     return isinstance(error, requests.ConnectionError) and isinstance(reason, urllib3_exceptions.NewConnectionError)
 
 
+def _parse_answer(data: bytes, whole: bool, doing: str) -> MarkResponse:
+    """A Mark response from the bytes of an answer; `whole`: they came with their length."""
+    try:
+        metadata, body = read_frontmatter(data.decode("utf-8"))
+        status = metadata.pop("status")
+    except (UnicodeDecodeError, ValueError, KeyError):
+        raise _lost(f"{doing}: the answer is not a Mark response") from None
+    digest = metadata.get("content-hash")
+    if digest is None and not whole:
+        raise _lost(f"{doing}: the answer had no length and no content-hash, so whether it came whole is unknown")
+    if digest is not None and digest != "sha256-" + hashlib.sha256(body.encode("utf-8")).hexdigest():
+        raise MarkError("transport", f"{doing}: the body does not match its content-hash")
+    return MarkResponse(status, metadata, body)
+
+
 def _read_answer(http: requests.Response, doing: str) -> Tuple[bytes, bool]:
     """The body of an HTTP 200 answer, within MAX_RESPONSE_BYTES, and whether it came
-    with its length (Content-Length or chunks); the deadline is the socket's (see _Budget)."""
-    if http.status_code in (429, 503):
-        after = http.headers.get("Retry-After", "")
-        raise _Refused(float(after) if _is_digits(after) and len(after) < 6 else None)
-    if http.status_code != 200:
-        raise _lost(f"HTTP {http.status_code} from {doing}: not a Mark server? "
-                                       "(redirects are not followed)")
-    if http.headers.get("Content-Encoding", "identity").lower() != "identity":
-        raise _lost(f"{doing}: the answer came compressed; Mark answers are not")
-    announced = http.headers.get("Content-Length")
-    if announced is not None and not _is_digits(announced):
-        raise _lost(f"{doing}: bad Content-Length {announced!r}")
-    if announced is not None and int(announced) > MAX_RESPONSE_BYTES:
-        raise _lost(f"{doing}: the answer is larger than {MAX_RESPONSE_BYTES} bytes")
+    with its length (Content-Length or chunks); the deadline is the socket's (see _DeadlineSocket)."""
+    announced = _check_head(http, doing)
     chunks, size = [], 0
     try:
         while chunk := http.raw.read(65536, decode_content=False):
@@ -491,20 +499,39 @@ def _read_answer(http: requests.Response, doing: str) -> Tuple[bytes, bool]:
             if size > MAX_RESPONSE_BYTES:
                 raise _lost(f"{doing}: the answer is larger than {MAX_RESPONSE_BYTES} bytes")
             chunks.append(chunk)
-    except urllib3_exceptions.ReadTimeoutError:  # _Budget's socket.timeout, as urllib3 raises it
+    except urllib3_exceptions.ReadTimeoutError:  # _DeadlineSocket's socket.timeout, as urllib3 raises it
         raise _lost(f"{doing}: no whole answer within the timeout") from None
     except (OSError, urllib3_exceptions.HTTPError) as error:
         raise _lost(f"{doing}: the answer was cut off ({type(error).__name__})") from None
-    if announced is not None and size != int(announced):
+    if announced is not None and size != announced:
         raise _lost(f"{doing}: the answer was cut off ({size} of {announced} bytes)")
     chunked = "chunked" in http.headers.get("Transfer-Encoding", "").lower()
     return b"".join(chunks), announced is not None or chunked
 
 
-# ---- the deadline: urllib3 sets a connection's socket to the read timeout just before
-# ---- it reads the answer (1.26 and 2.x alike); _Budget makes that a budget for all reads.
+def _check_head(http: requests.Response, doing: str) -> Optional[int]:
+    """An HTTP answer's status line and headers checked: its Content-Length, if it has one."""
+    if http.status_code in (429, 503):
+        after = http.headers.get("Retry-After", "")
+        raise _Refused(float(after) if _is_digits(after) and len(after) < 6 else None)
+    if http.status_code != 200:
+        raise _lost(f"HTTP {http.status_code} from {doing}: not a Mark server? (redirects are not followed)")
+    if http.headers.get("Content-Encoding", "identity").lower() != "identity":
+        raise _lost(f"{doing}: the answer came compressed; Mark answers are not")
+    announced = http.headers.get("Content-Length")
+    if announced is None:
+        return None
+    if not _is_digits(announced):
+        raise _lost(f"{doing}: bad Content-Length {announced!r}")
+    if int(announced) > MAX_RESPONSE_BYTES:
+        raise _lost(f"{doing}: the answer is larger than {MAX_RESPONSE_BYTES} bytes")
+    return int(announced)
 
-class _Budget:
+
+# ---- the deadline: urllib3 sets a connection's socket to the read timeout just before
+# ---- it reads the answer (1.26 and 2.x alike); _DeadlineSocket makes that a budget for all reads.
+
+class _DeadlineSocket:
     """A connected socket whose reads together wait no longer than the timeout last set.
 
     A socket timeout bounds each recv alone, so a server sending a byte now
@@ -546,44 +573,44 @@ class _Budget:
         return file
 
 
-class _BudgetHTTPConnection(HTTPConnection):
+class _DeadlineHTTPConnection(HTTPConnection):
     def connect(self) -> None:
         super().connect()
-        self.sock = _Budget(self.sock)
+        self.sock = _DeadlineSocket(self.sock)
 
 
-class _BudgetHTTPSConnection(HTTPSConnection):
+class _DeadlineHTTPSConnection(HTTPSConnection):
     def connect(self) -> None:
-        super().connect()  # TLS wraps the plain socket first: _Budget goes around what reads the answer
-        self.sock = _Budget(self.sock)
+        super().connect()  # TLS wraps the plain socket first: _DeadlineSocket goes around what reads the answer
+        self.sock = _DeadlineSocket(self.sock)
 
 
-class _BudgetHTTPPool(HTTPConnectionPool):
-    ConnectionCls = _BudgetHTTPConnection
+class _DeadlineHTTPPool(HTTPConnectionPool):
+    ConnectionCls = _DeadlineHTTPConnection
 
 
-class _BudgetHTTPSPool(HTTPSConnectionPool):
-    ConnectionCls = _BudgetHTTPSConnection
+class _DeadlineHTTPSPool(HTTPSConnectionPool):
+    ConnectionCls = _DeadlineHTTPSConnection
 
 
 class _DeadlineAdapter(HTTPAdapter):
-    """requests' adapter, whose connections (direct or through an http(s) proxy) read through a _Budget."""
+    """requests' adapter, whose connections (direct or through an http(s) proxy) read through a _DeadlineSocket."""
 
-    _POOLS = {"http": _BudgetHTTPPool, "https": _BudgetHTTPSPool}
+    _POOLS = {"http": _DeadlineHTTPPool, "https": _DeadlineHTTPSPool}
 
     def init_poolmanager(self, *args, **kwargs) -> None:
         super().init_poolmanager(*args, **kwargs)
         self.poolmanager.pool_classes_by_scheme = self._POOLS
 
     def proxy_manager_for(self, proxy: str, **proxy_kwargs):
-        if not proxy.lower().startswith(("http://", "https://")):  # a SOCKS proxy's pools would not read through _Budget
+        if not proxy.lower().startswith(("http://", "https://")):  # a SOCKS proxy's pools would not read through _DeadlineSocket
             raise ValueError(f"only http:// and https:// proxies are supported, not {urlsplit(proxy).scheme}://")
         manager = super().proxy_manager_for(proxy, **proxy_kwargs)
         manager.pool_classes_by_scheme = self._POOLS
         return manager
 
 
-# ---- frontmatter codec: this block is the same, byte for byte, in mark_publish.py
+# ---- frontmatter codec: this block is the same, byte for byte, in mark_client.py
 # ---- and mark_server.py (each file stays standalone); test_codec.py checks it.
 
 _PLAIN_KEY = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*\Z")
@@ -746,8 +773,34 @@ def check_path(path) -> None:
         raise ValueError(f"path must not contain NUL or control characters: {path!r}")
 
 
+def _check_url(base_url, http_only: bool):
+    """`base_url`, split; `http_only`: a session or proxies came with it."""
+    if not isinstance(base_url, str):
+        raise TypeError(f"base_url must be str, not {type(base_url).__name__}")
+    parts = urlsplit(base_url)
+    if parts.scheme not in ("http", "https", "mark") or not parts.hostname:
+        raise ValueError(f"base_url must be a mark://, http:// or https:// URL with a host, not {base_url!r}")
+    if parts.query or parts.fragment or parts.username or parts.password:
+        raise ValueError("base_url must not carry a query, fragment or credentials")
+    if parts.scheme == "mark" and parts.path.strip("/"):
+        raise ValueError(f"a mark:// base_url is a host and port, without a path: {base_url!r}")
+    if parts.scheme == "mark" and http_only:
+        raise ValueError("session and proxies are for http(s):// URLs; mark:// speaks QUIC")
+    return parts
+
+
+def _check_settings(token, timeout, proxies, verify) -> None:
+    if token is not None and (not isinstance(token, str) or not token.strip()):
+        raise TypeError("token must be a non-empty str or None")
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
+        raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}")
+    _check_proxies(proxies)
+    if not isinstance(verify, (bool, str)) or (isinstance(verify, str) and not os.path.isfile(verify)):
+        raise ValueError(f"verify must be True, False or the path of a PEM file of CAs, not {verify!r}")
+
+
 def _check_proxies(proxies) -> None:
-    """Proxies as requests takes them, through an http:// or https:// proxy: a SOCKS one would bypass _Budget."""
+    """Proxies as requests takes them, through an http:// or https:// proxy: a SOCKS one would bypass _DeadlineSocket."""
     if proxies is not None and not (isinstance(proxies, dict) and all(
             isinstance(url, str) and url.lower().startswith(("http://", "https://")) for url in proxies.values())):
         raise ValueError("proxies must map a scheme to an http:// or https:// proxy URL")

@@ -1364,7 +1364,7 @@ def write_message(metadata: Dict[str, str], body: str) -> str:
     return write_frontmatter(metadata) + body
 
 
-# ---- frontmatter codec: this block is the same, byte for byte, in mark_publish.py
+# ---- frontmatter codec: this block is the same, byte for byte, in mark_client.py
 # ---- and mark_server.py (each file stays standalone); test_codec.py checks it.
 
 _PLAIN_KEY = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*\Z")
