@@ -389,10 +389,12 @@ def publish_round(url: str, token: str, verify, writer: str, edits: int, mode: s
     def counted(*args, **kwargs):  # every request and resend goes through the transport's exchange
         counts["requests"] += 1
         try:
-            return exchange(*args, **kwargs)
-        except _Refused:
+            answer = exchange(*args, **kwargs)
+        except _Refused:  # HTTP's refusal
             counts["refused"] += 1
             raise
+        counts["refused"] += answer == b""  # QUIC's refusal: the stream ended without a byte
+        return answer
 
     setattr(owner, "exchange" if client._link else "_exchange", counted)
     with client:

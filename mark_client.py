@@ -12,10 +12,11 @@
     ('ok', 1, '# Notes\\n')
     >>> client.close(); server.close()
 
-`MarkClient` sends one Mark request per call and returns the server's
-answer, whatever its status (`ok`, `created`, `conflict`, `not-found`, ...),
-as `MarkResponse(status, metadata, body)`.  It raises `MarkError` only when
-no usable answer came back.  The rules, in the order a call meets them:
+`MarkClient` sends a Mark request per call (a few where a rule below says
+so) and returns the server's answer, whatever its status (`ok`, `created`,
+`conflict`, `not-found`, ...), as `MarkResponse(status, metadata, body)`.
+It raises `MarkError` only when no usable answer came back: none, or one
+that fails the checks of rule 5.  The rules, in the order a call meets them:
 
 1. Bad arguments raise ValueError or TypeError, naming the argument, before
    anything is sent.  The token travels as `auth` metadata in the body,
@@ -25,9 +26,10 @@ no usable answer came back.  The rules, in the order a call meets them:
    the Mark request is the HTTP body, sent to base_url + the path
    percent-encoded, "#" included; redirects never followed; an answer is
    only an HTTP 200).  `mark://` is Mark over QUIC, through mark_quic.py.
-3. `timeout` is a deadline for the whole call, without threads: every
-   socket read of an HTTP answer, status line and headers included, waits
-   only for the time left (`_DeadlineSocket`).
+3. `timeout` is a deadline for each request, its resends included, kept
+   without threads: every socket read of an HTTP answer, status line and
+   headers included, waits only for the time left (`_DeadlineSocket`).  A
+   call that sends several requests (rules 6 and 7) gives each its own.
 4. A request the server refused unhandled (HTTP 429/503, an empty QUIC
    answer: the real server's rate limit) is sent again after a jittered,
    growing pause (`Retry-After` honoured), at most REFUSED_TRIES times in
@@ -38,15 +40,22 @@ no usable answer came back.  The rules, in the order a call meets them:
    close-delimited one must carry a `content-hash`.
 6. A PUBLISH or APPEND whose answer was lost after it went out (or that
    answered `server-error`, which the real server can answer after
-   storing) is looked for, never sent blindly again: the versions after
-   `expected_version` are read back (`_stored`); found as expected + 1 it
-   is `created`, found later it is the `conflict` the real server answers
-   for a stale write, not found it is MarkError with `may_have_landed`.
+   storing) is looked for: VERSIONS, then the versions after
+   `expected_version` up to the current one, at most _LOOK_AHEAD (`_stored`).
+   Found as expected + 1 it is `created`, found later it is the `conflict`
+   the real server answers for a stale write.  Not found: a connection
+   that closed without a byte of answer was a refusal, and the write is
+   sent again (its `expected-version` makes a second copy a conflict, never
+   a second version); any other lost answer is MarkError with
+   `may_have_landed`.  A write without `expected_version` cannot be looked
+   for, so it is never sent twice.
 7. Versions are immutable, so `fetch(path, version=N)` is cached (the
-   last _CACHED_VERSIONS), and a version this client published is known
-   without a FETCH.  `fetch(path)` checks the current body against the
-   version its number names, because the real server's current link can
-   lag its newest version.
+   last _CACHED_VERSIONS), and a version this client published is cached
+   as it sent it (its own metadata and `version`, no more).  `fetch(path)`
+   also reads the version its number names, because the real server's
+   current link can lag its newest version: where the bodies differ, it
+   answers the numbered version's body and `content-hash`, drops the
+   `etag`, and keeps the rest of the newest answer's metadata.
 """
 
 from __future__ import annotations
@@ -108,10 +117,11 @@ class MarkError(Exception):
     `status` is a Mark error status the server answered ("not-found",
     "not-permitted", ...), or: "transport" (no usable answer came back),
     "refused" (the server kept refusing the request unhandled: try again
-    later), "overwritten" (a version the server overwrote could not be
-    restored; `metadata["lost-version"]` names it).  `may_have_landed`:
-    a write went out and whether it was stored is unknown (or it was
-    stored, for "overwritten"): fetch before retrying.
+    later), "overwritten" (raised by mark_publish: a version the server
+    overwrote could not be restored; `metadata["lost-version"]` names it).
+    `may_have_landed`: the request went out and no whole answer came back,
+    so for a write, whether it was stored is unknown (for "overwritten":
+    it was): fetch before retrying.
     """
 
     def __init__(self, status: str, message: str, metadata: Optional[Dict[str, str]] = None,
@@ -138,8 +148,8 @@ class MarkClient:
     certificate against the system's CAs), False (don't: a development
     server's self-signed certificate) or the path of a PEM file of CAs.
     Methods return every Mark status (conflict, not-found, ...) as a
-    `MarkResponse` and raise `MarkError` only when no Mark response came
-    back.  One client per thread.
+    `MarkResponse` and raise `MarkError` only when no usable Mark
+    response came back.  One client per thread.
 
     A `session` of your own is used as it is (hooks, certificates, its
     proxies and verify), except that this client mounts its adapter for
@@ -275,7 +285,7 @@ class MarkClient:
                 body: str = "") -> MarkResponse:
         """Send any Mark request; the token is added as `auth` metadata.
 
-        `timeout` is the deadline for the whole call.  A request the server
+        `timeout` is the deadline for it, resends included.  A request the server
         refuses unhandled (an empty answer: the real server's rate limit;
         HTTP 429 or 503) is sent again after a jittered, growing pause, at
         most REFUSED_TRIES times in all and never past the deadline; then
@@ -287,7 +297,8 @@ class MarkClient:
     def _send(self, verb: str, path: str, metadata: Optional[Dict[str, str]], body: str,
               stored: Optional[Callable[[], Optional[MarkResponse]]] = None) -> MarkResponse:
         """`request`; `stored()` says where a write went when an HTTP connection closed
-        unanswered (a refusal, or a server that broke after storing it): None sends it again."""
+        unanswered (a refusal, or a server that broke after storing it): None (not stored,
+        or the look-up failed) sends it again.  A write without `stored` is not sent again."""
         payload, url = self._message(verb, path, metadata, body)
         doing, deadline, tries = f"{verb} {url}", time.monotonic() + self.timeout, 0
         while True:
@@ -301,6 +312,8 @@ class MarkClient:
                     return _parse_answer(data, True, doing)
                 return _parse_answer(*self._exchange(verb, url, payload, deadline), doing)
             except _Refused as refused:
+                if refused.after_sending and stored is None and verb not in _READS:
+                    raise refused.error(doing, tries) from None  # a write nobody can look for goes out once
                 found = stored() if refused.after_sending and stored is not None else None
                 if found is not None:
                     return found
@@ -366,7 +379,7 @@ class MarkClient:
                 return None
 
         try:
-            response = self._send(verb, path, sent, body, stored)
+            response = self._send(verb, path, sent, body, None if expected_version is None else stored)
         except MarkError as lost:
             if not lost.may_have_landed:
                 raise

@@ -373,3 +373,13 @@ def test_refused_connection_is_plain_transport_error():
 def test_blank_token_is_refused():
     with pytest.raises(TypeError, match="token"):
         MarkClient("http://127.0.0.1:6309", token=" ")
+
+
+def test_a_write_that_cannot_be_looked_for_is_sent_once_when_its_connection_closes_unanswered(raw):
+    # With no expected_version nothing can tell whether it landed: sending it again could
+    # publish over a writer who came in between, so it goes out once and the error says so.
+    silent = raw(lambda conn, request: None)  # reads the request, closes without a byte
+    with pytest.raises(MarkError, match="closed without an answer") as caught:
+        MarkClient(silent.url, token=TOKEN, timeout=5).publish("/p", "body\n")
+    assert caught.value.may_have_landed and len(silent.requests) == 1
+    assert silent.requests[0].startswith(b"PUBLISH /p ")
