@@ -32,8 +32,9 @@ that fails the checks of rule 5.  The rules, in the order a call meets them:
    call that sends several requests (rules 6 and 7) gives each its own.
 4. A request the server refused unhandled (HTTP 429/503, an empty QUIC
    answer: the real server's rate limit) is sent again after a jittered,
-   growing pause (`Retry-After` honoured), at most REFUSED_TRIES times in
-   all and never past the deadline; then MarkError("refused").
+   growing pause (or exactly `Retry-After`), at most REFUSED_TRIES times
+   in all; a pause that would pass the deadline is not taken: then
+   MarkError("refused").
 5. An answer is checked before it is believed: at most MAX_RESPONSE_BYTES
    (refused while it arrives), not compressed, as long as its
    Content-Length says, its body matching its `content-hash`, and a
@@ -43,15 +44,17 @@ that fails the checks of rule 5.  The rules, in the order a call meets them:
    storing) is looked for: VERSIONS, then the versions after
    `expected_version` up to the current one, at most _LOOK_AHEAD (`_stored`).
    Found as expected + 1 it is `created`, found later it is the `conflict`
-   the real server answers for a stale write.  Not found: a connection
-   that closed without a byte of answer was a refusal, and the write is
-   sent again (its `expected-version` makes a second copy a conflict, never
-   a second version); any other lost answer is MarkError with
-   `may_have_landed`.  A write without `expected_version` cannot be looked
-   for, so it is never sent twice.
+   the real server answers for a stale write.  Not found (or the look-up
+   failed): a connection that closed without a byte of answer was a
+   refusal, and the write is sent again (its `expected-version` makes a
+   second copy a conflict, never a second version); any other lost
+   answer, garbled or mismatched, is MarkError with `may_have_landed`.
+   A write without `expected_version` cannot be looked for, so it is
+   never sent twice.
 7. Versions are immutable, so `fetch(path, version=N)` is cached (the
-   last _CACHED_VERSIONS), and a version this client published is cached
-   as it sent it (its own metadata and `version`, no more).  `fetch(path)`
+   last _CACHED_VERSIONS), and a version this client published with
+   `expected_version` and saw answered ok or created is cached as it sent
+   it (its own body, metadata and `version`, no more).  `fetch(path)`
    also reads the version its number names, because the real server's
    current link can lag its newest version: where the bodies differ, it
    answers the numbered version's body and `content-hash`, drops the
@@ -256,8 +259,9 @@ class MarkClient:
         read back.  This body as version expected + 1 is "created"; stored
         later, over versions in between, it is the "conflict" the real
         server answers for such a stale write (`server-version` names it).
-        Not found: a lost answer raises MarkError saying the write may have
-        landed, a server-error is returned as it came.
+        Not found: a connection closed without a byte of answer (a refusal)
+        sends it again; any other lost answer raises MarkError saying the
+        write may have landed; a server-error is returned as it came.
         """
         sent = dict(metadata or {})
         if expected_version is not None:
@@ -390,12 +394,13 @@ class MarkClient:
         if response.status == "server-error":
             return stored() or response
         if response.status in ("ok", "created") and expected_version is not None:
-            version = response.number("version")
+            number = response.metadata.get("version", "")
             landed = (expected_version + 1,) if response.status == "created" else (expected_version,
                                                                                   expected_version + 1)
-            if version not in landed:
+            if not _is_version(number) or int(number) not in landed:
                 raise _may_have_landed(f"{verb} {path}: the server answered {response.status} as version "
-                                       f"{version} to a write at expected-version {expected_version}", path)
+                                       f"{number or '(none)'} to a write at expected-version {expected_version}", path)
+            version = int(number)
             if verb == "PUBLISH":  # that version is this body: the next edit of it needs no FETCH
                 self._keep((path, version), MarkResponse("ok", {**(metadata or {}), "version": str(version)}, body))
         return response
@@ -497,7 +502,7 @@ def _parse_answer(data: bytes, whole: bool, doing: str) -> MarkResponse:
     if digest is None and not whole:
         raise _lost(f"{doing}: the answer had no length and no content-hash, so whether it came whole is unknown")
     if digest is not None and digest != "sha256-" + hashlib.sha256(body.encode("utf-8")).hexdigest():
-        raise MarkError("transport", f"{doing}: the body does not match its content-hash")
+        raise _lost(f"{doing}: the body does not match its content-hash")
     return MarkResponse(status, metadata, body)
 
 

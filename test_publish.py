@@ -479,3 +479,14 @@ def test_cli_errors(mock, capsysbinary, monkeypatch, argv, word):
     assert mp.main(argv) == 2
     captured = capsysbinary.readouterr()
     assert captured.out == b"" and word in captured.err.decode() and captured.err.count(b"\n") == 1
+
+
+@pytest.mark.parametrize("answer", [
+    mark("created", version=6, content_hash="sha256-" + "0" * 64),  # the answer came back garbled
+    mark("created"),  # no version number to tell where it went
+], ids=["content-hash-mismatch", "no-version"])
+def test_a_write_whose_answer_cannot_be_believed_may_have_landed(mock, client, answer):
+    add(mock, "PUBLISH", "/p", answer)
+    with pytest.raises(MarkError) as caught:
+        client.publish("/p", OURS, 5)
+    assert caught.value.status == "transport" and caught.value.may_have_landed  # fetch before retrying
