@@ -32,48 +32,44 @@
 
 Mark documents are versioned and immutable; a PUBLISH carries the version
 the caller edited (`expected-version`) and loses to any writer that came in
-between with status `conflict`.  With the default `on_conflict="fail"` the
-answer is that conflict (once the call has checked that its write was not
-stored after all, below).  With `on_conflict="merge"` the merge loop
-(`_publish_loop`) takes over:
+between with status `conflict`, naming the newest version C.  What
+`mark_publish` does then, by `on_conflict`:
 
-1. FETCH the version the caller edited (the base; "" for version 0).
-   Versions are immutable, so the client caches them.
-2. FETCH the version the conflict names (theirs), by number.
-3. `diff3(base, ours, theirs)`.  Clean: PUBLISH the merge against that
-   version.  Overlapping edits: publish nothing and return `status:
-   conflict, mergeable: false` with the marked body for a person or an LLM.
-4. If that PUBLISH conflicts too and the budget (below) is not spent,
-   FETCH the version that conflict names: if it holds what was just sent,
-   see below; else (yet another writer) wait a random, growing while
-   (RETRY_PAUSE), read the newest version's number and go back to 2 with
-   it.  Once the budget is spent, return `reason: contention`.
+- any mode: if version C holds the caller's body, the server stored the
+  write after all.  As expected + 1 it landed: `ok`.  Later, it is a
+  stale write, put back as the next paragraph says.
+- "fail" (the default): answers `conflict` (`your-version`, `current-version`).
+- "candidate": answers `merge-candidate`, diff3(base, ours, C) unpublished,
+  with `publish-at-version`, for an agent that reads a merge before it lands.
+- "merge": the merge loop (`_publish_loop`).  Each round reads a version
+  by number (first C) and PUBLISHes diff3(base, ours, it) against it; base
+  is the version the caller edited, read once.  Overlap publishes nothing:
+  `conflict, mergeable: false` with the marked body, for a person or an
+  LLM.  A PUBLISH that conflicts again names the next version to read; if
+  that does not hold what was just sent (yet another writer), the loop
+  first waits a random, growing while (RETRY_PAUSE) and reads the newest
+  version's number instead.  Out of PUBLISHes: `reason: contention`.
 
-With `on_conflict="candidate"` steps 1 to 3 run once, and the merge comes
-back unpublished as `status: merge-candidate` with the version to publish
-it at: for an agent that reads a merge before it lands.
+Stale writes.  Stored as V over another writer's version L = V - 1, the
+write dropped L's edits, and the call puts back what a correct server would
+have left.  In merge mode, if `diff3(the version the write was made
+against, L, latest)` is clean, it publishes that (`ok`, `repaired: L`).
+Otherwise, in every mode, it publishes L's exact body again against V (an
+undo, which the server refuses if anyone built on V) and answers as that
+mode answers a write refused in conflict with L, with `repaired: L` (and
+the undo, which holds L's body, as the current version).  Otherwise
+(someone built on V, so the undo is or would be refused, or no PUBLISH is
+left) it raises `MarkError("overwritten")` with
+`metadata["lost-version"] = str(L)` and publishes nothing more.  A version
+counts as the call's by its body: one that another writer published with
+the very same body would count too.
 
 One budget per call: `mark_publish` sends at most 1 + `max_retries`
-PUBLISHes of its own, repairs included (a request the server refused
-unhandled and the client sent again is the same PUBLISH); every PUBLISH
-after the first goes through one `_Budget`.
-
-The real server can store a write that it answers `conflict` (or whose
-answer is lost): when the version the conflict names holds what the call
-sent, one past the version it was sent against, the write landed (`ok`).
-Stored later, as V over another writer's version L = V - 1, it dropped
-L's edits, and the call puts back what a correct server would have left:
-in merge mode, if `diff3(the version the write was made against, L,
-latest)` is clean, it publishes that (`ok`, `repaired: L`).  Otherwise,
-in every mode, while the latest version is still V, it publishes L's
-exact body again (an undo) and answers as that mode answers a write
-refused in conflict with L, with `repaired: L` (the undo, which holds
-L's body, is then the current version).  Otherwise (someone
-already built on V, or the budget is spent) it raises
-`MarkError("overwritten")` with `metadata["lost-version"] = str(L)` and
-publishes nothing more.  So every version the call publishes is the
-caller's body, a clean diff3 merge, or an earlier version's exact body:
-never a guess, never a conflict marker the caller did not send.
+PUBLISHes, repairs included (a request the server refused unhandled and the
+client sent again is the same PUBLISH); every one after the first goes
+through one `_Budget`.  So every version the call publishes is the caller's
+body, a clean diff3 merge, or an earlier version's exact body: never a
+guess, never a conflict marker the caller did not send.
 
 `publish_edit` runs the same loop for any edit of the latest version;
 `mark_sections.update_section` writes one section through it.  This file
@@ -178,15 +174,8 @@ def after_conflict(
     max_retries: int = 3,
     metadata: Optional[Dict[str, str]] = None,
 ) -> PublishResult:
-    """What `mark_publish` does once its PUBLISH of `body` at `expected_version` answered `conflict`.
-
-    At most `max_retries` more PUBLISHes.  When the version the conflict
-    names holds `body`, the server stored the write after all: as
-    expected + 1 it landed (`status: ok`); later, it went over another
-    writer's version, which is restored as the module docstring says.
-    Then "merge" runs the merge loop, "candidate" merges once and
-    publishes nothing, "fail" answers the conflict.
-    """
+    """What `mark_publish` does once its PUBLISH of `body` at `expected_version` answered
+    `conflict`, as the module docstring says, with at most `max_retries` more PUBLISHes."""
     _check_publish(path, body, expected_version, max_retries, on_conflict)
     current, sent, budget = conflict.number("server-version"), _Sent(body, expected_version), _Budget(max_retries)
     if on_conflict == "merge":
@@ -228,9 +217,9 @@ def merge_candidate(client: MarkClient, path: str, body: str, expected_version: 
 
     Returns `status: merge-candidate` with `publish_at_version` (the
     version to publish it against) and `has_markers` (whether the body
-    holds conflict markers to resolve first), or the answers
-    `merge_and_publish` gives when there is nothing to merge.  It publishes
-    nothing, so it repairs nothing either.
+    holds conflict markers to resolve first), or `ok` when the newest version
+    is `body` as expected + 1 (it landed).  It publishes nothing, so a stale
+    write of `body` is merged with as any other version, not repaired.
     """
     _check_publish(path, body, expected_version, 1)
     current = _current_version(client, path)
@@ -432,6 +421,8 @@ def _undo(client: MarkClient, path: str, lost: int, stale: int, budget: _Budget,
           metadata: Optional[Dict[str, str]]) -> int:
     """Publish version `lost`'s body again against `stale`, the write of ours the server stored over it:
     the version the undo became.  MarkError("overwritten") when it did not land as `stale + 1`."""
+    if not budget.left:
+        raise _overwritten(path, lost)
     body = _body(client, path, lost)
     response = budget.publish(client, path, body, stale, metadata)
     version = _landed(response, path)
