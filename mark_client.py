@@ -472,10 +472,11 @@ def _backoff(tries: int) -> float:
 
 
 def _closed_unanswered(error: requests.RequestException) -> bool:
-    """Whether the server ended the connection without a byte of answer (refused, or broke)."""
+    """Whether the server ended the connection, closed or reset, before its answer came: refused, broke,
+    or a kept-alive connection it was closing just as the request went out."""
     reason = error.args[0] if error.args else None
     return isinstance(reason, urllib3_exceptions.ProtocolError) and any(
-        isinstance(arg, RemoteDisconnected) for arg in reason.args)
+        isinstance(arg, (RemoteDisconnected, ConnectionResetError)) for arg in reason.args)
 
 
 def _lost(message: str) -> MarkError:

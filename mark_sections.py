@@ -64,9 +64,9 @@ def update_section(
     changes it during the call is merged with): pass the version you
     read, so that an edit made since is merged too, not replaced.
     At most 1 + `max_retries` PUBLISHes.  Answers as `mark_publish`'s, with
-    `section` (the anchor).  Raises
-    ValueError for a section that is missing or named twice, MarkError
-    as `mark_publish` does.
+    `section` (the anchor) and `your-version` the version the first attempt
+    went out against.  Raises ValueError for a section that is missing or
+    named twice, MarkError as `mark_publish` does.
     """
     check_path(path)
     check_str("body", body)

@@ -10,6 +10,7 @@ import hashlib
 import shutil
 import socket
 import ssl
+import struct
 import subprocess
 import threading
 import time
@@ -383,3 +384,19 @@ def test_a_write_that_cannot_be_looked_for_is_sent_once_when_its_connection_clos
         MarkClient(silent.url, token=TOKEN, timeout=5).publish("/p", "body\n")
     assert caught.value.may_have_landed and len(silent.requests) == 1
     assert silent.requests[0].startswith(b"PUBLISH /p ")
+
+
+def test_a_read_whose_connection_is_reset_before_any_answer_is_sent_again(raw):
+    # What a kept-alive connection the server was closing just as the request went out looks like.
+    resets = []
+
+    def reset_first(conn, request):
+        if not resets:
+            resets.append(request)
+            conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # close with RST
+            return
+        conn.sendall(http(mark_answer("hi\n", version=1)))
+
+    server = raw(reset_first)
+    assert MarkClient(server.url, timeout=5).fetch("/p", version=1).body == "hi\n"
+    assert len(server.requests) == 2
