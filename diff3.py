@@ -58,7 +58,7 @@ import sys
 from collections import Counter
 from typing import List, NamedTuple, Optional, Sequence, Tuple
 
-__version__ = "0.3.0"  # the release this file is from; vendored copies keep saying it
+__version__ = "0.2.0"  # the release this file is from; vendored copies keep saying it
 __all__ = ["diff3", "Merge", "get_hunks", "split_lines", "join_lines", "main"]
 
 
