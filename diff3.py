@@ -56,6 +56,8 @@ import bisect
 import difflib
 import sys
 from collections import Counter
+from itertools import compress, count
+from operator import ne
 from typing import List, NamedTuple, Optional, Sequence, Tuple
 
 __version__ = "0.2.0"  # the release this file is from; vendored copies keep saying it
@@ -158,42 +160,85 @@ def _matches(a: Sequence, b: Sequence) -> List[Tuple[int, int, int]]:
         tail = _same(a, b, a_hi, b_hi, min(a_hi - a_lo, b_hi - b_lo) - head, -1)
         found += [(a_lo, b_lo, head), (a_hi - tail, b_hi - tail, tail)]
         a_lo, a_hi, b_lo, b_hi = a_lo + head, a_hi - tail, b_lo + head, b_hi - tail
-        chain = _unique_chain(a, b, a_lo, a_hi, b_lo, b_hi)
-        for i, j in chain:
-            found.append((i, j, 1))
-            if i > a_lo or j > b_lo:
-                stretches.append((a_lo, i, b_lo, j))
-            a_lo, b_lo = i + 1, j + 1
-        if chain and (a_lo < a_hi or b_lo < b_hi):
+        runs = _anchored_runs(a, b, a_lo, a_hi, b_lo, b_hi)
+        for i, j, size in runs:  # each starts after a difference: a stretch to diff before it
+            stretches.append((a_lo, i, b_lo, j))
+            found.append((i, j, size))
+            a_lo, b_lo = i + size, j + size
+        if runs and (a_lo < a_hi or b_lo < b_hi):
             stretches.append((a_lo, a_hi, b_lo, b_hi))
     return [block for block in found if block[2]]
 
 
 def _same(a: Sequence, b: Sequence, i: int, j: int, limit: int, way: int) -> int:
     """How many elements a and b share from a[i], b[j] on (way 1) or before them
-    (way -1), at most `limit`: slices of doubling length, compared at C speed."""
-    size, step = 0, 1
-    while step and size < limit:
+    (way -1), at most `limit`: compared a slice of doubling length at a time, at C speed."""
+    size, step = 0, 16
+    while size < limit:
         stop = min(size + step, limit)
         if way > 0:
-            same = a[i + size:i + stop] == b[j + size:j + stop]
+            x, y = a[i + size:i + stop], b[j + size:j + stop]
         else:
-            same = a[i - stop:i - size] == b[j - stop:j - size]
-        size, step = (stop, step * 2) if same else (size, step // 2)
+            x, y = a[i - stop:i - size][::-1], b[j - stop:j - size][::-1]
+        if x != y:
+            return size + next(compress(count(), map(ne, x, y)))
+        size, step = stop, step * 2
     return size
+
+
+def _anchored_runs(a: Sequence, b: Sequence, a_lo: int, a_hi: int, b_lo: int,
+                   b_hi: int) -> List[Tuple[int, int, int]]:
+    """The anchors of a[a_lo:a_hi] against b[b_lo:b_hi] (the chain of `_unique_chain`),
+    each with the equal lines after it, as runs (i, j, size); an anchor a run passes
+    lies on it (it is the only copy on each side), so it starts no run of its own.
+
+    Where no line moved, the chain is every line once in each, and a walk from each
+    run's end to the next such line finds the same runs without looking at the lines
+    the runs hold; the walk stops for `_unique_chain` at the first line that moved."""
+    count_a, count_b = Counter(a[a_lo:a_hi]), Counter(b[b_lo:b_hi])
+
+    def once(line: str) -> bool:
+        return count_a.get(line) == 1 and count_b.get(line) == 1
+
+    runs: List[Tuple[int, int, int]] = []
+    i, j = a_lo, b_lo
+    while i < a_hi:
+        k = next((k for k in range(i, a_hi) if once(a[k])), a_hi)
+        # Its pair in b is not before j: a line once in b before j is on a run already
+        # walked, or in a stretch between runs, checked below when it was passed.
+        j_next = b.index(a[k], j, b_hi) if k < a_hi else b_hi
+        if any(map(once, b[j:j_next])):  # a pair further on in a comes first in b: a line moved
+            return _runs_along(a, b, a_hi, b_hi, _unique_chain(a, b, a_lo, a_hi, b_lo, b_hi))
+        if k == a_hi:
+            break
+        runs.append((k, j_next, _same(a, b, k, j_next, min(a_hi - k, b_hi - j_next), 1)))
+        i, j = k + runs[-1][2], j_next + runs[-1][2]
+    return runs
+
+
+def _runs_along(a: Sequence, b: Sequence, a_hi: int, b_hi: int, chain: List[Tuple[int, int]]) -> List[Tuple[int, int, int]]:
+    """The runs that start at the anchors of `chain` no earlier run passes."""
+    runs: List[Tuple[int, int, int]] = []
+    k = 0
+    while k < len(chain):
+        i, j = chain[k]
+        runs.append((i, j, _same(a, b, i, j, min(a_hi - i, b_hi - j), 1)))
+        k = bisect.bisect_left(chain, (i + runs[-1][2], -1), k)
+    return runs
 
 
 def _unique_chain(a: Sequence, b: Sequence, a_lo: int, a_hi: int, b_lo: int, b_hi: int) -> List[Tuple[int, int]]:
     """The pairs (i, j) of lines found once in a[a_lo:a_hi] and once in b[b_lo:b_hi],
-    the longest chain of them ascending in both (patience sorting), in order."""
-    if a_lo == a_hi or b_lo == b_hi:
-        return []
-    count_a, count_b = Counter(a[a_lo:a_hi]), Counter(b[b_lo:b_hi])
-    unique = {line for line, n in count_a.items() if n == 1 and count_b.get(line) == 1}
-    at_b = {line: j for j, line in enumerate(b[b_lo:b_hi], b_lo) if line in unique}
-    pairs = [(i, at_b[line]) for i, line in enumerate(a[a_lo:a_hi], a_lo) if line in at_b]
-    if all(p[1] < q[1] for p, q in zip(pairs, pairs[1:])):
-        return pairs  # already in the same order in both: the chain is all of them
+    the longest chain of them ascending in both (patience sorting), in order; for
+    `_anchors`, where some of them do not ascend."""
+    # (The pairs are found at C speed: map, compress and zip instead of loops in Python.)
+    lines_a, lines_b = a[a_lo:a_hi], b[b_lo:b_hi]
+    count_a, count_b = Counter(lines_a), Counter(lines_b)
+    once = set(compress(count_a, map((1).__eq__, count_a.values())))
+    once.intersection_update(compress(count_b, map((1).__eq__, count_b.values())))
+    at_b = dict(zip(lines_b, range(b_lo, b_hi)))  # right for the lines once in b
+    in_a = list(map(once.__contains__, lines_a))
+    pairs = list(zip(compress(range(a_lo, a_hi), in_a), map(at_b.__getitem__, compress(lines_a, in_a))))
     # tops[t]: the least j ending a chain of t+1 pairs, ends[t] the pair that ends it;
     # back[p]: the pair before pair p in its chain.
     tops: List[int] = []
@@ -207,7 +252,7 @@ def _unique_chain(a: Sequence, b: Sequence, a_lo: int, a_hi: int, b_lo: int, b_h
             ends.append(p)
         else:
             tops[t], ends[t] = j, p
-    chain, p = [], ends[-1] if ends else -1
+    chain, p = [], ends[-1]
     while p >= 0:
         chain.append(pairs[p])
         p = back[p]
@@ -248,15 +293,15 @@ class _Change(NamedTuple):  # one side's hunk: base[lo:hi] became `lines`; base[
 def _merge(base: List[str], ours: List[str], theirs: List[str], markers: tuple,
            with_base: bool) -> Tuple[List[str], bool]:
     """The merged lines and whether any conflicted."""
-    count = Counter(base)
-    changes = sorted(_changes(base, ours, OURS, count) + _changes(base, theirs, THEIRS, count))
+    in_base = Counter(base)
+    changes = sorted(_changes(base, ours, OURS, in_base) + _changes(base, theirs, THEIRS, in_base))
     counts: List[Counter] = []  # ours' and theirs' lines, counted on first need
 
     def firm(i: int) -> bool:  # rule step 3
         if not 0 <= i < len(base):
             return True
         line = base[i]
-        if line.isspace() or count[line] != 1:
+        if line.isspace() or in_base[line] != 1:
             return False
         if not counts:
             counts.extend(map(Counter, (ours, theirs)))
@@ -285,7 +330,7 @@ def _merge(base: List[str], ours: List[str], theirs: List[str], markers: tuple,
     return out, had_conflict
 
 
-def _changes(base: List[str], lines: List[str], side: int, count: Counter) -> List[_Change]:
+def _changes(base: List[str], lines: List[str], side: int, in_base: Counter) -> List[_Change]:
     """A side's hunks against base, each with its reach (rule steps 2 and 3)."""
     hunks = get_hunks(base, lines)
     changes = []
@@ -299,14 +344,14 @@ def _changes(base: List[str], lines: List[str], side: int, count: Counter) -> Li
         while bottom < ceiling and base[bottom] in own:
             bottom += 1
         changes.append(_Change(top, bottom, lo, hi, side, lines[side_lo:side_hi]))
-    return _copies(base, changes, count)
+    return _copies(base, changes, in_base)
 
 
-def _copies(base: List[str], changes: List[_Change], count: Counter) -> List[_Change]:
+def _copies(base: List[str], changes: List[_Change], in_base: Counter) -> List[_Change]:
     """The reaches grown over the copies of a repeated line a change removed without
     putting as many lines in its place (rule step 3)."""
     def repeated(c: _Change) -> set:
-        return {line for line in base[c.lo:c.hi] if count[line] > 1 and not line.isspace()}
+        return {line for line in base[c.lo:c.hi] if in_base[line] > 1 and not line.isspace()}
 
     doubtful = [k for k, c in enumerate(changes) if repeated(c) and not _in_place(base[c.lo:c.hi], c.lines)]
     if not doubtful:
@@ -314,7 +359,7 @@ def _copies(base: List[str], changes: List[_Change], count: Counter) -> List[_Ch
     changed = bytearray(len(base))
     for c in changes:
         changed[c.lo:c.hi] = b"\1" * (c.hi - c.lo)
-    kept = [i for i, line in enumerate(base) if count[line] == 1 and not changed[i]]
+    kept = [i for i, line in enumerate(base) if in_base[line] == 1 and not changed[i]]
     wanted = set().union(*(repeated(changes[k]) for k in doubtful))
     where: dict = {}
     for i, line in enumerate(base):
