@@ -56,8 +56,8 @@ import bisect
 import difflib
 import sys
 from collections import Counter
-from itertools import compress, count
-from operator import ne
+from itertools import chain, compress, count
+from operator import methodcaller, ne
 from typing import List, NamedTuple, Optional, Sequence, Tuple
 
 __version__ = "0.2.0"  # the release this file is from; vendored copies keep saying it
@@ -160,6 +160,8 @@ def _matches(a: Sequence, b: Sequence) -> List[Tuple[int, int, int]]:
         tail = _same(a, b, a_hi, b_hi, min(a_hi - a_lo, b_hi - b_lo) - head, -1)
         found += [(a_lo, b_lo, head), (a_hi - tail, b_hi - tail, tail)]
         a_lo, a_hi, b_lo, b_hi = a_lo + head, a_hi - tail, b_lo + head, b_hi - tail
+        if a_lo == a_hi or b_lo == b_hi:
+            continue  # all inserted or all deleted: no line to pair
         runs = _anchored_runs(a, b, a_lo, a_hi, b_lo, b_hi)
         for i, j, size in runs:  # each starts after a difference: a stretch to diff before it
             stretches.append((a_lo, i, b_lo, j))
@@ -196,18 +198,15 @@ def _anchored_runs(a: Sequence, b: Sequence, a_lo: int, a_hi: int, b_lo: int,
     run's end to the next such line finds the same runs without looking at the lines
     the runs hold; the walk stops for `_unique_chain` at the first line that moved."""
     count_a, count_b = Counter(a[a_lo:a_hi]), Counter(b[b_lo:b_hi])
-
-    def once(line: str) -> bool:
-        return count_a.get(line) == 1 and count_b.get(line) == 1
-
     runs: List[Tuple[int, int, int]] = []
     i, j = a_lo, b_lo
     while i < a_hi:
-        k = next((k for k in range(i, a_hi) if once(a[k])), a_hi)
+        k = next((k for k in range(i, a_hi) if count_a[a[k]] == 1 and count_b.get(a[k]) == 1), a_hi)
         # Its pair in b is not before j: a line once in b before j is on a run already
         # walked, or in a stretch between runs, checked below when it was passed.
         j_next = b.index(a[k], j, b_hi) if k < a_hi else b_hi
-        if any(map(once, b[j:j_next])):  # a pair further on in a comes first in b: a line moved
+        if any(count_b[line] == 1 and count_a.get(line) == 1 for line in b[j:j_next]):
+            # A pair further on in a comes first in b: a line moved.
             return _runs_along(a, b, a_hi, b_hi, _unique_chain(a, b, a_lo, a_hi, b_lo, b_hi))
         if k == a_hi:
             break
@@ -216,14 +215,14 @@ def _anchored_runs(a: Sequence, b: Sequence, a_lo: int, a_hi: int, b_lo: int,
     return runs
 
 
-def _runs_along(a: Sequence, b: Sequence, a_hi: int, b_hi: int, chain: List[Tuple[int, int]]) -> List[Tuple[int, int, int]]:
-    """The runs that start at the anchors of `chain` no earlier run passes."""
+def _runs_along(a: Sequence, b: Sequence, a_hi: int, b_hi: int, anchors: List[Tuple[int, int]]) -> List[Tuple[int, int, int]]:
+    """The runs that start at `anchors` no earlier run passes."""
     runs: List[Tuple[int, int, int]] = []
     k = 0
-    while k < len(chain):
-        i, j = chain[k]
+    while k < len(anchors):
+        i, j = anchors[k]
         runs.append((i, j, _same(a, b, i, j, min(a_hi - i, b_hi - j), 1)))
-        k = bisect.bisect_left(chain, (i + runs[-1][2], -1), k)
+        k = bisect.bisect_left(anchors, (i + runs[-1][2], -1), k)
     return runs
 
 
@@ -252,11 +251,11 @@ def _unique_chain(a: Sequence, b: Sequence, a_lo: int, a_hi: int, b_lo: int, b_h
             ends.append(p)
         else:
             tops[t], ends[t] = j, p
-    chain, p = [], ends[-1]
+    longest, p = [], ends[-1]
     while p >= 0:
-        chain.append(pairs[p])
+        longest.append(pairs[p])
         p = back[p]
-    return chain[::-1]
+    return longest[::-1]
 
 
 def _slide(a: Sequence, b: Sequence, hunks: List[Hunk]) -> List[Hunk]:
@@ -351,7 +350,7 @@ def _copies(base: List[str], changes: List[_Change], in_base: Counter) -> List[_
     """The reaches grown over the copies of a repeated line a change removed without
     putting as many lines in its place (rule step 3)."""
     def repeated(c: _Change) -> set:
-        return {line for line in base[c.lo:c.hi] if in_base[line] > 1 and not line.isspace()}
+        return {line for line in set(base[c.lo:c.hi]) if in_base[line] > 1 and not line.isspace()}
 
     doubtful = [k for k, c in enumerate(changes) if repeated(c) and not _in_place(base[c.lo:c.hi], c.lines)]
     if not doubtful:
@@ -377,7 +376,8 @@ def _copies(base: List[str], changes: List[_Change], in_base: Counter) -> List[_
 def _in_place(old: List[str], new: List[str]) -> bool:
     """Whether each line became one like it (difflib's ratio at least 0.6), as a ticked box does."""
     return len(old) == len(new) and all(
-        difflib.SequenceMatcher(None, x, y, autojunk=False).ratio() >= 0.6 for x, y in zip(old, new))
+        x == y or difflib.SequenceMatcher(None, x, y, autojunk=False).ratio() >= 0.6
+        for x, y in set(zip(old, new)))  # (each pair of lines once: a checklist holds few)
 
 
 def _groups(changes: List[_Change], firm, n: int) -> List[Tuple[int, int, List[_Change]]]:
@@ -429,28 +429,31 @@ def _taken(old: List[str], mine: List[str], yours: List[str]) -> Optional[List[s
 
 def _doubled(base: List[str], changes: List[_Change], resolved: list) -> set:
     """The clean groups (by index) that write a non-blank line the clean groups together
-    hold more often than ours and than theirs (rule step 6).  Lines are counted as
-    gains over base, the newline aside (a text's last line may lack it)."""
-    gains = [Counter(), Counter(), Counter()]  # ours', theirs', the clean groups'
-    for c in changes:
-        gains[c.side].update(line.rstrip("\n") for line in c.lines)
-        gains[c.side].subtract(line.rstrip("\n") for line in base[c.lo:c.hi])
+    hold more often than ours and than theirs (rule step 6)."""
     taken = [_taken(base[lo:hi], mine, yours) for lo, hi, mine, yours in resolved]
-    for (lo, hi, *_), lines in zip(resolved, taken):
-        if lines is not None:
-            gains[2].update(line.rstrip("\n") for line in lines)
-            gains[2].subtract(line.rstrip("\n") for line in base[lo:hi])
-    twice = {line for line, n in gains[2].items() if n > max(gains[0][line], gains[1][line]) and line.strip()}
+    ours, theirs = (_gain([(base[c.lo:c.hi], c.lines) for c in changes if c.side == side]) for side in (OURS, THEIRS))
+    merged = _gain([(base[lo:hi], lines) for (lo, hi, *_), lines in zip(resolved, taken) if lines is not None])
+    twice = {line for line, n in merged.items() if n > max(ours[line], theirs[line]) and line.strip()}
     return {k for k, lines in enumerate(taken)
-            if lines is not None and not twice.isdisjoint(line.rstrip("\n") for line in lines)} if twice else set()
+            if lines is not None and not twice.isdisjoint(map(_unended, lines))} if twice else set()
+
+
+def _gain(edits: List[Tuple[List[str], List[str]]]) -> Counter:
+    """How many more times the new lines of `edits` (old, new) hold each line than the old."""
+    tally = Counter(map(_unended, chain.from_iterable(new for _, new in edits)))
+    tally.subtract(map(_unended, chain.from_iterable(old for old, _ in edits)))
+    return tally
+
+
+_unended = methodcaller("rstrip", "\n")  # a line without its newline: a text's last line may lack it
 
 
 def _block(old: List[str], mine: List[str], yours: List[str], markers: tuple, with_base: bool) -> List[str]:
     """A conflict between ours' lines `mine` and theirs' `yours` over base's `old`; with
     style "merge" the lines both share stay outside the markers (rule step 7)."""
     start, middle, separator, end = markers
-    if with_base or mine == yours:  # (equal sides conflict only by step 6: show base)
-        return [start, *mine, middle, *old, separator, *yours, end]
+    if with_base or mine == yours or not mine or not yours:  # (equal sides conflict only by step 6: show base)
+        return [start, *mine, *([middle, *old] if with_base or mine == yours else []), separator, *yours, end]
     out, m = [], 0
     for m_lo, m_hi, y_lo, y_hi in get_hunks(mine, yours):
         out += [*mine[m:m_lo], start, *mine[m_lo:m_hi], separator, *yours[y_lo:y_hi], end]
