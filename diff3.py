@@ -11,39 +11,51 @@
     $ mark-diff3 OURS BASE THEIRS -o FILE           # as git's merge driver: writes the merge to FILE
 
 The two-way diff (`get_hunks`) is Bram Cohen's patience diff, as bzr and
-breezy have it: lines both texts share at their start and end are matched,
-then the lines found exactly once in each text are matched in their longest
-common order, and each stretch between two such matches is diffed the same
-way.  A stretch with no line once in each text, after its equal ends, is one
-change: which of its equal lines became which is not known.
+breezy have it: the lines both texts share at their start and end are
+matched, then the lines found exactly once in each, in their longest common
+order, and each stretch between two of those is diffed the same way; a
+stretch with no line once in each, after its equal ends, is one change
+(which of its equal lines became which is not known).  A hunk that only
+inserts or only deletes is moved down while the line after it equals its
+first, so one change has one place (`_slide`).
 
 The merge takes a change one side made to base, takes the same change made
 by both once, and writes changes of the two sides that meet as a conflict
 block ("<<<<<<< ours", ours' lines, with style="diff3" "||||||| base" and
 base's, "=======", theirs' lines, ">>>>>>> theirs").  The rule:
 
-1. Each side's changes are the hunks of `get_hunks(base, side)`; a hunk
-   that only inserts or only deletes lines is moved down as far as the
-   lines after it allow, so one change has one place (`_slide`).
-2. Changes of the two sides meet when they share a base line, when one
-   inserts strictly inside the other's lines, or when both insert at one
-   place (`_meets`).
-3. Changes that touch at one place (one ends where the other starts) also
-   meet unless both base lines at that place are firm: not blank, once in
-   base and at most once in each side, or the file's edge (`_firm`).
-4. An insertion at the file's edge also meets a change it touches that
-   leaves fewer lines than it took: nothing is left to place it by (`_meets`).
-5. Changes that meet, directly or through others, form one group; a group
-   whose two sides give the same lines is clean, any other is a conflict
-   (`_groups`, `_merge`).
-6. If the clean groups would hold a non-blank line more often than ours
-   and more often than theirs, one change was taken twice: every clean
+1. A side's changes are the hunks of `get_hunks(base, side)`; a change's
+   reach is its base lines, grown over the base lines beside them, up to
+   the side's next changes, that equal a line it removed or added: a diff
+   could have put it anywhere there (`_changes`).
+2. A change that removes a non-blank line base holds more than once,
+   unless each line it removes became one like it (`_in_place`: difflib's
+   ratio at least 0.6, as a ticked box), reaches every copy of that line
+   between the nearest lines once in base the side keeps: which copy went
+   is not known (`_copies`).
+3. Changes of the two sides meet when their reaches share a line, when
+   one inserts strictly inside the other's reach, or when both insert at
+   one place (`_meets`).
+4. Reaches that touch (one ends where the other starts) also meet unless
+   both base lines at that place are firm: not blank, once in base and at
+   most once in each side, or the file's edge (`_meets`, with `firm` in
+   `_merge`).
+5. An insertion at the file's edge also meets a change it touches that
+   leaves fewer lines than it took: nothing is left to place it by
+   (`_meets`).
+6. Changes that meet, directly or through others, form a group over the
+   base lines their reaches span, which is clean when one side leaves
+   those lines as they were or both sides give the same lines, and else a
+   conflict (`_groups`, `_taken`).
+7. If the clean groups would hold a non-blank line more often than ours
+   and more often than theirs, a change was taken twice, and each clean
    group that writes such a line becomes a conflict too (`_doubled`).
-7. Conflicts with no base line between them are written as one block;
-   with style="merge", the lines both sides of a block share (found by
-   `get_hunks` on the two) stay outside its markers, as git's "zealous"
-   merge does (`_block`).
+8. Conflicts with no base line between them are one block, and with
+   style="merge" the lines both sides of a block share (by `get_hunks`)
+   stay outside its markers, as in git's "zealous" merge (`_block`).
 
+Where one side equals base, or the sides are equal, the rule gives the
+other side's text (or theirs), and `diff3` returns it without diffing.
 Lines are split on "\\n" only and keep their endings, so CRLF documents come
 back byte-identical where nothing changed; a last line without a newline gets
 one when anything follows it, and markers use the document's line ending.
@@ -58,7 +70,7 @@ import sys
 from collections import Counter
 from itertools import chain, compress, count
 from operator import methodcaller, ne
-from typing import List, NamedTuple, Optional, Sequence, Tuple
+from typing import Callable, List, NamedTuple, Optional, Sequence, Tuple
 
 __version__ = "0.2.0"  # the release this file is from; vendored copies keep saying it
 __all__ = ["diff3", "Merge", "get_hunks", "split_lines", "join_lines", "main"]
@@ -82,18 +94,7 @@ def diff3(base: str, ours: str, theirs: str, *, style: str = "merge",
     ValueError, naming the argument, for anything but str texts, a known
     style and three one-line labels.
     """
-    for name, value in (("base", base), ("ours", ours), ("theirs", theirs)):
-        if not isinstance(value, str):
-            raise TypeError(f"{name} must be str, not {type(value).__name__}")
-    if style not in ("merge", "diff3"):
-        raise ValueError(f'style must be "merge" or "diff3", not {style!r}')
-    if isinstance(labels, str) or not isinstance(labels, (tuple, list)) or len(labels) != 3 \
-            or not all(isinstance(label, str) for label in labels):
-        raise TypeError(f"labels must be a tuple of three str (ours, base, theirs), not {labels!r}")
-    if any("\n" in label or "\r" in label for label in labels):
-        raise ValueError(f"labels must not contain line breaks: {labels!r}")
-    # Where a side made no change the rule gives the other side's text; these
-    # shortcuts return it without diffing.
+    _check(base, ours, theirs, style, labels)
     if ours == base or ours == theirs:
         return Merge(theirs, False)
     if theirs == base:
@@ -109,6 +110,20 @@ def diff3(base: str, ours: str, theirs: str, *, style: str = "merge",
     # Only a document's last line can lack a newline; if none does, plain join.
     ended = all(lines[-1].endswith("\n") for lines in texts if lines)
     return Merge("".join(out) if ended else join_lines(out, eol), had_conflict)
+
+
+def _check(base: str, ours: str, theirs: str, style: str, labels: Sequence[str]) -> None:
+    """Raise TypeError or ValueError, naming the argument, for one diff3 cannot take."""
+    for name, value in (("base", base), ("ours", ours), ("theirs", theirs)):
+        if not isinstance(value, str):
+            raise TypeError(f"{name} must be str, not {type(value).__name__}")
+    if style not in ("merge", "diff3"):
+        raise ValueError(f'style must be "merge" or "diff3", not {style!r}')
+    if isinstance(labels, str) or not isinstance(labels, (tuple, list)) or len(labels) != 3 \
+            or not all(isinstance(label, str) for label in labels):
+        raise TypeError(f"labels must be a tuple of three str (ours, base, theirs), not {labels!r}")
+    if any("\n" in label or "\r" in label for label in labels):
+        raise ValueError(f"labels must not contain line breaks: {labels!r}")
 
 
 def split_lines(text: str) -> List[str]:
@@ -229,7 +244,7 @@ def _runs_along(a: Sequence, b: Sequence, a_hi: int, b_hi: int, anchors: List[Tu
 def _unique_chain(a: Sequence, b: Sequence, a_lo: int, a_hi: int, b_lo: int, b_hi: int) -> List[Tuple[int, int]]:
     """The pairs (i, j) of lines found once in a[a_lo:a_hi] and once in b[b_lo:b_hi],
     the longest chain of them ascending in both (patience sorting), in order; for
-    `_anchors`, where some of them do not ascend."""
+    `_anchored_runs`, where some of them do not ascend."""
     # (The pairs are found at C speed: map, compress and zip instead of loops in Python.)
     lines_a, lines_b = a[a_lo:a_hi], b[b_lo:b_hi]
     count_a, count_b = Counter(lines_a), Counter(lines_b)
@@ -238,6 +253,12 @@ def _unique_chain(a: Sequence, b: Sequence, a_lo: int, a_hi: int, b_lo: int, b_h
     at_b = dict(zip(lines_b, range(b_lo, b_hi)))  # right for the lines once in b
     in_a = list(map(once.__contains__, lines_a))
     pairs = list(zip(compress(range(a_lo, a_hi), in_a), map(at_b.__getitem__, compress(lines_a, in_a))))
+    return _longest_ascending(pairs)
+
+
+def _longest_ascending(pairs: List[Tuple[int, int]]) -> List[Tuple[int, int]]:
+    """The longest run of `pairs` (ascending in their first number) whose second
+    numbers ascend too, by patience sorting."""
     # tops[t]: the least j ending a chain of t+1 pairs, ends[t] the pair that ends it;
     # back[p]: the pair before pair p in its chain.
     tops: List[int] = []
@@ -277,7 +298,7 @@ def _slide(a: Sequence, b: Sequence, hunks: List[Hunk]) -> List[Hunk]:
 
 # ------------------------------------------------------------------- the merge
 
-OURS, THEIRS = 0, 1
+OURS, THEIRS = 0, 1  # a change's side
 
 
 class _Change(NamedTuple):  # one side's hunk: base[lo:hi] became `lines`; base[top:bottom] is its reach
@@ -296,7 +317,7 @@ def _merge(base: List[str], ours: List[str], theirs: List[str], markers: tuple,
     changes = sorted(_changes(base, ours, OURS, in_base) + _changes(base, theirs, THEIRS, in_base))
     counts: List[Counter] = []  # ours' and theirs' lines, counted on first need
 
-    def firm(i: int) -> bool:  # rule step 3
+    def firm(i: int) -> bool:  # rule step 4
         if not 0 <= i < len(base):
             return True
         line = base[i]
@@ -311,6 +332,7 @@ def _merge(base: List[str], ours: List[str], theirs: List[str], markers: tuple,
     doubled = _doubled(base, changes, resolved)
     out: List[str] = []
     pos, had_conflict, block = 0, False, None  # block: the conflict being written, as (lo, mine, yours)
+    # (An empty group at the end writes out the last block.)
     for k, (lo, hi, mine, yours) in enumerate(resolved + [(len(base), len(base), [], [])]):
         taken = None if k in doubled else _taken(base[lo:hi], mine, yours)
         if block and (taken is not None or lo > pos):
@@ -320,7 +342,7 @@ def _merge(base: List[str], ours: List[str], theirs: List[str], markers: tuple,
         pos = hi
         if taken is not None:
             out += taken
-        elif block:  # no base line between two conflicts: one block (rule step 7)
+        elif block:  # no base line between two conflicts: one block (rule step 8)
             block[1] += mine
             block[2] += yours
         else:
@@ -330,7 +352,7 @@ def _merge(base: List[str], ours: List[str], theirs: List[str], markers: tuple,
 
 
 def _changes(base: List[str], lines: List[str], side: int, in_base: Counter) -> List[_Change]:
-    """A side's hunks against base, each with its reach (rule steps 2 and 3)."""
+    """A side's hunks against base, each with its reach (rule steps 1 and 2)."""
     hunks = get_hunks(base, lines)
     changes = []
     for k, (lo, hi, side_lo, side_hi) in enumerate(hunks):
@@ -347,30 +369,41 @@ def _changes(base: List[str], lines: List[str], side: int, in_base: Counter) -> 
 
 
 def _copies(base: List[str], changes: List[_Change], in_base: Counter) -> List[_Change]:
-    """The reaches grown over the copies of a repeated line a change removed without
-    putting as many lines in its place (rule step 3)."""
-    def repeated(c: _Change) -> set:
-        return {line for line in set(base[c.lo:c.hi]) if in_base[line] > 1 and not line.isspace()}
-
-    doubtful = [k for k, c in enumerate(changes) if repeated(c) and not _in_place(base[c.lo:c.hi], c.lines)]
+    """The side's changes, the reach of each that removes a repeated line grown over
+    its copies (rule step 2)."""
+    doubtful = {}  # change index: the repeated lines it removes
+    for k, c in enumerate(changes):
+        lines = {line for line in set(base[c.lo:c.hi]) if in_base[line] > 1 and not line.isspace()}
+        if lines and not _in_place(base[c.lo:c.hi], c.lines):
+            doubtful[k] = lines
     if not doubtful:
         return changes
-    changed = bytearray(len(base))
-    for c in changes:
-        changed[c.lo:c.hi] = b"\1" * (c.hi - c.lo)
-    kept = [i for i, line in enumerate(base) if in_base[line] == 1 and not changed[i]]
-    wanted = set().union(*(repeated(changes[k]) for k in doubtful))
-    where: dict = {}
-    for i, line in enumerate(base):
-        if line in wanted:
-            where.setdefault(line, []).append(i)
-    for k in doubtful:
+    kept = _kept(base, changes, in_base)
+    where = _places(base, set().union(*doubtful.values()))
+    for k, lines in doubtful.items():
         c = changes[k]
         at = bisect.bisect_left(kept, c.lo)
         room_lo, room_hi = kept[at - 1] if at else -1, kept[at] if at < len(kept) else len(base)
-        spots = [i for line in repeated(c) for i in where[line] if room_lo < i < room_hi]
+        spots = [i for line in lines for i in where[line] if room_lo < i < room_hi]
         changes[k] = c._replace(top=min(c.top, *spots), bottom=max(c.bottom, max(spots) + 1))
     return changes
+
+
+def _kept(base: List[str], changes: List[_Change], in_base: Counter) -> List[int]:
+    """Where the lines once in base are that the side keeps (no change of it touches), ascending."""
+    changed = bytearray(len(base))
+    for c in changes:
+        changed[c.lo:c.hi] = b"\1" * (c.hi - c.lo)
+    return [i for i, line in enumerate(base) if in_base[line] == 1 and not changed[i]]
+
+
+def _places(base: List[str], lines: set) -> dict:
+    """{line: where base holds it, ascending} for each of `lines`."""
+    where: dict = {line: [] for line in lines}
+    for i, line in enumerate(base):
+        if line in where:
+            where[line].append(i)
+    return where
 
 
 def _in_place(old: List[str], new: List[str]) -> bool:
@@ -380,8 +413,8 @@ def _in_place(old: List[str], new: List[str]) -> bool:
         for x, y in set(zip(old, new)))  # (each pair of lines once: a checklist holds few)
 
 
-def _groups(changes: List[_Change], firm, n: int) -> List[Tuple[int, int, List[_Change]]]:
-    """The changes, in order, gathered into groups of those that meet (rule step 5):
+def _groups(changes: List[_Change], firm: Callable[[int], bool], n: int) -> List[Tuple[int, int, List[_Change]]]:
+    """The changes, in order, gathered into groups of those that meet (rule step 6):
     each group as (lo, hi, members), base[lo:hi] the lines its members span."""
     groups: List[list] = []
     for c in changes:
@@ -393,9 +426,9 @@ def _groups(changes: List[_Change], firm, n: int) -> List[Tuple[int, int, List[_
     return [tuple(group) for group in groups]
 
 
-def _meets(group: list, c: _Change, firm, n: int) -> bool:
+def _meets(group: list, c: _Change, firm: Callable[[int], bool], n: int) -> bool:
     """Whether change `c`, whose reach starts at or after `group`'s, meets one of its
-    members (rule steps 2-4)."""
+    members (rule steps 3-5)."""
     _, hi, members = group
     if c.top != hi:
         return c.top < hi  # shares a line with a member's reach, or inserts strictly inside it
@@ -421,7 +454,7 @@ def _apply(base: List[str], lo: int, hi: int, changes: List[_Change]) -> List[st
 
 def _taken(old: List[str], mine: List[str], yours: List[str]) -> Optional[List[str]]:
     """What a group writes if it is clean: the side that changed base's lines `old`, or
-    the lines both sides give; None if both changed them differently (rule step 5)."""
+    the lines both sides give; None if both changed them differently (rule step 6)."""
     if mine == old or mine == yours:
         return yours
     return mine if yours == old else None
@@ -429,13 +462,14 @@ def _taken(old: List[str], mine: List[str], yours: List[str]) -> Optional[List[s
 
 def _doubled(base: List[str], changes: List[_Change], resolved: list) -> set:
     """The clean groups (by index) that write a non-blank line the clean groups together
-    hold more often than ours and than theirs (rule step 6)."""
+    hold more often than ours and than theirs (rule step 7)."""
     taken = [_taken(base[lo:hi], mine, yours) for lo, hi, mine, yours in resolved]
     ours, theirs = (_gain([(base[c.lo:c.hi], c.lines) for c in changes if c.side == side]) for side in (OURS, THEIRS))
     merged = _gain([(base[lo:hi], lines) for (lo, hi, *_), lines in zip(resolved, taken) if lines is not None])
     twice = {line for line, n in merged.items() if n > max(ours[line], theirs[line]) and line.strip()}
-    return {k for k, lines in enumerate(taken)
-            if lines is not None and not twice.isdisjoint(map(_unended, lines))} if twice else set()
+    if not twice:
+        return set()
+    return {k for k, lines in enumerate(taken) if lines is not None and not twice.isdisjoint(map(_unended, lines))}
 
 
 def _gain(edits: List[Tuple[List[str], List[str]]]) -> Counter:
