@@ -29,17 +29,18 @@ base's, "=======", theirs' lines, ">>>>>>> theirs").  The rule:
    the side's next changes, that equal a line it removed or added: a diff
    could have put it anywhere there (`_changes`).
 2. A change that removes a non-blank line base holds more than once,
-   unless each line it removes became one like it (`_in_place`: difflib's
-   ratio at least 0.6, as a ticked box), reaches every copy of that line
+   unless each line it removes became one like it (`_in_place`: difflib
+   matches 0.6 of the shorter's characters), reaches every copy of that line
    between the nearest lines once in base the side keeps: which copy went
    is not known (`_copies`).
 3. Changes of the two sides meet when their reaches share a line, when
    one inserts strictly inside the other's reach, or when both insert at
-   one place (`_meets`).
-4. Reaches that touch (one ends where the other starts) also meet unless
-   both base lines at that place are firm: not blank, once in base and at
-   most once in each side, or the file's edge (`_meets`, with `firm` in
-   `_merge`).
+   one place, an insertion's place being anywhere in its reach (`_meets`).
+4. Changes whose reaches touch (one ends where the other starts) also
+   meet unless each base line at that place is firm (not blank, once in
+   base and at most once in each side; the file's edge is firm) or is in
+   the reach of an insertion beside it, which gives the same text on
+   either side of that line (`_meets`, with `firm` in `_merge`).
 5. An insertion at the file's edge also meets a change it touches that
    leaves fewer lines than it took: nothing is left to place it by
    (`_meets`).
@@ -407,9 +408,11 @@ def _places(base: List[str], lines: set) -> dict:
 
 
 def _in_place(old: List[str], new: List[str]) -> bool:
-    """Whether each line became one like it (difflib's ratio at least 0.6), as a ticked box does."""
+    """Whether each line became one like it: difflib matches at least 0.6 of the shorter
+    one's characters, as in a ticked box or a heading with a word added."""
     return len(old) == len(new) and all(
-        x == y or difflib.SequenceMatcher(None, x, y, autojunk=False).ratio() >= 0.6
+        x == y or sum(size for *_, size in difflib.SequenceMatcher(None, x, y, autojunk=False).get_matching_blocks())
+        >= 0.6 * min(len(x), len(y))
         for x, y in set(zip(old, new)))  # (each pair of lines once: a checklist holds few)
 
 
@@ -436,8 +439,10 @@ def _meets(group: list, c: _Change, firm: Callable[[int], bool], n: int) -> bool
     if y is None:
         return False  # a side's own changes never meet
     if c.lo == c.hi and y.lo == y.hi:
-        return True  # both insert at one place
-    if not (firm(hi - 1) and firm(hi)):
+        return True  # both insert at one place (an insertion could sit at either end of its reach)
+    # A base line at the place in the reach of an insertion, and not under its lines,
+    # equals what it inserts: that insertion gives the same text either side of it.
+    if not ((y.lo == y.hi != hi or firm(hi - 1)) and (c.lo == c.hi != hi or firm(hi))):
         return True
     insertion, change = (c, y) if c.lo == c.hi else (y, c)
     return insertion.lo == insertion.hi and hi in (0, n) and len(change.lines) < change.hi - change.lo
@@ -484,7 +489,7 @@ _unended = methodcaller("rstrip", "\n")  # a line without its newline: a text's 
 
 def _block(old: List[str], mine: List[str], yours: List[str], markers: tuple, with_base: bool) -> List[str]:
     """A conflict between ours' lines `mine` and theirs' `yours` over base's `old`; with
-    style "merge" the lines both share stay outside the markers (rule step 7)."""
+    style "merge" the lines both share stay outside the markers (rule step 8)."""
     start, middle, separator, end = markers
     if with_base or mine == yours or not mine or not yours:  # (equal sides conflict only by step 6: show base)
         return [start, *mine, *([middle, *old] if with_base or mine == yours else []), separator, *yours, end]
