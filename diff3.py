@@ -29,8 +29,8 @@ base's, "=======", theirs' lines, ">>>>>>> theirs").  The rule:
    the side's next changes, that equal a line it removed or added: a diff
    could have put it anywhere there (`_changes`).
 2. A change that removes a non-blank line base holds more than once,
-   unless each line it removes became one like it (`_in_place`: difflib
-   matches 0.6 of the shorter's characters), reaches every copy of that line
+   unless each line it removes became one like it (`_in_place`: difflib's
+   ratio at least 0.6, as a ticked box), reaches every copy of that line
    between the nearest lines once in base the side keeps: which copy went
    is not known (`_copies`).
 3. Changes of the two sides meet when their reaches share a line, when
@@ -44,8 +44,9 @@ base's, "=======", theirs' lines, ">>>>>>> theirs").  The rule:
 5. An insertion at the file's edge also meets a change it touches that
    leaves fewer lines than it took: nothing is left to place it by
    (`_meets`).
-6. Changes that meet, directly or through others, form a group over the
-   base lines their reaches span, which is clean when one side leaves
+6. Changes that meet, and a side's own changes whose reaches touch,
+   directly or through others, form a group over the base lines their
+   reaches span, which is clean when one side leaves
    those lines as they were or both sides give the same lines, and else a
    conflict (`_groups`, `_taken`).
 7. If the clean groups would hold a non-blank line more often than ours
@@ -408,11 +409,10 @@ def _places(base: List[str], lines: set) -> dict:
 
 
 def _in_place(old: List[str], new: List[str]) -> bool:
-    """Whether each line became one like it: difflib matches at least 0.6 of the shorter
-    one's characters, as in a ticked box or a heading with a word added."""
+    """Whether each line became one like it, as a ticked box does: difflib's ratio of the
+    two at least 0.6 (get_close_matches' cutoff)."""
     return len(old) == len(new) and all(
-        x == y or sum(size for *_, size in difflib.SequenceMatcher(None, x, y, autojunk=False).get_matching_blocks())
-        >= 0.6 * min(len(x), len(y))
+        x == y or difflib.SequenceMatcher(None, x, y, autojunk=False).ratio() >= 0.6
         for x, y in set(zip(old, new)))  # (each pair of lines once: a checklist holds few)
 
 
@@ -435,9 +435,10 @@ def _meets(group: list, c: _Change, firm: Callable[[int], bool], n: int) -> bool
     _, hi, members = group
     if c.top != hi:
         return c.top < hi  # shares a line with a member's reach, or inserts strictly inside it
-    y = next((m for m in members if m.bottom == hi and m.side != c.side), None)
-    if y is None:
-        return False  # a side's own changes never meet
+    ending = [m for m in members if m.bottom == hi]
+    if any(m.side == c.side for m in ending):
+        return True  # a side's own changes whose reaches touch stay in one group
+    y = ending[0]
     if c.lo == c.hi and y.lo == y.hi:
         return True  # both insert at one place (an insertion could sit at either end of its reach)
     # A base line at the place in the reach of an insertion, and not under its lines,

@@ -63,6 +63,11 @@ CASES = [
      "Title!\n=======\n\ntext\n", "Title!\n=======\n\ntext!\n", False),
     ("marker-like lines are not a conflict", "<<<<<<< x\n>>>>>>> y\n", "<<<<<<< x\n>>>>>>> y\nz\n",
      "<<<<<<< X\n>>>>>>> y\n", "<<<<<<< X\n>>>>>>> y\nz\n", False),
+    # Found by fuzzing (issue 32): both remove one of two equal "a" lines, which
+    # could be either, and theirs inserts before the first: a conflict whichever
+    # side is ours (it once merged cleanly one way round only).
+    ("insertion beside a removal both made", "a\nb\na\nb\n", "a\nb\nb\n", "x\na\nb\nb\n",
+     f"{START}{SEPARATOR}x\n{END}a\nb\nb\n", True),
     ("moved line", "a\nb\nc\nd\ne\n", "d\na\nb\nc\ne\n", "a\nb\nc\nd\nE\n", "d\na\nb\nc\nE\n", False),
     # Clean before issue 25, conflicts since: theirs' tick may be of either call box,
     # so whether the task lands before the ticked box is not certain.  (Since issue
