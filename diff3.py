@@ -71,7 +71,7 @@ import difflib
 import sys
 from collections import Counter
 from itertools import chain, compress, count
-from operator import methodcaller, ne
+from operator import attrgetter, methodcaller, ne
 from typing import Callable, List, NamedTuple, Optional, Sequence, Tuple
 
 __version__ = "0.2.0"  # the release this file is from; vendored copies keep saying it
@@ -181,7 +181,8 @@ def _matches(a: Sequence, b: Sequence) -> List[Tuple[int, int, int]]:
             continue  # all inserted or all deleted: no line to pair
         runs = _anchored_runs(a, b, a_lo, a_hi, b_lo, b_hi)
         for i, j, size in runs:  # each starts after a difference: a stretch to diff before it
-            stretches.append((a_lo, i, b_lo, j))
+            if i > a_lo and j > b_lo:  # (one that only inserts or only deletes holds no match)
+                stretches.append((a_lo, i, b_lo, j))
             found.append((i, j, size))
             a_lo, b_lo = i + size, j + size
         if runs and (a_lo < a_hi or b_lo < b_hi):
@@ -329,20 +330,21 @@ def _merge(base: List[str], ours: List[str], theirs: List[str], markers: tuple,
             counts.extend(map(Counter, (ours, theirs)))
         return counts[0][line] <= 1 and counts[1][line] <= 1
 
-    resolved = [(lo, hi, *(_apply(base, lo, hi, [c for c in members if c.side == side]) for side in (OURS, THEIRS)))
-                for lo, hi, members in _groups(changes, firm, len(base))]
+    resolved = []  # (lo, hi, ours' lines, theirs' lines, what it writes if clean) of each group
+    for lo, hi, members in _groups(changes, firm, len(base)):
+        mine, yours = _apply(base, lo, hi, members, OURS), _apply(base, lo, hi, members, THEIRS)
+        resolved.append((lo, hi, mine, yours, _taken(base[lo:hi], mine, yours)))
     doubled = _doubled(base, changes, resolved)
     out: List[str] = []
-    pos, had_conflict, block = 0, False, None  # block: the conflict being written, as (lo, mine, yours)
+    pos, had_conflict, block = 0, False, None  # block: the conflict being written, as [lo, mine, yours]
     # (An empty group at the end writes out the last block.)
-    for k, (lo, hi, mine, yours) in enumerate(resolved + [(len(base), len(base), [], [])]):
-        taken = None if k in doubled else _taken(base[lo:hi], mine, yours)
-        if block and (taken is not None or lo > pos):
+    for k, (lo, hi, mine, yours, taken) in enumerate(resolved + [(len(base), len(base), [], [], [])]):
+        if block and (taken is not None and k not in doubled or lo > pos):
             out += _block(base[block[0]:pos], *block[1:], markers, with_base)
             block = None
         out += base[pos:lo]
         pos = hi
-        if taken is not None:
+        if taken is not None and k not in doubled:
             out += taken
         elif block:  # no base line between two conflicts: one block (rule step 8)
             block[1] += mine
@@ -449,13 +451,16 @@ def _meets(group: list, c: _Change, firm: Callable[[int], bool], n: int) -> bool
     return insertion.lo == insertion.hi and hi in (0, n) and len(change.lines) < change.hi - change.lo
 
 
-def _apply(base: List[str], lo: int, hi: int, changes: List[_Change]) -> List[str]:
-    """base[lo:hi] with one side's changes in it applied."""
+def _apply(base: List[str], lo: int, hi: int, members: List[_Change], side: int) -> List[str]:
+    """base[lo:hi] with the changes of `side` among `members` applied."""
     out, pos = [], lo
-    for c in sorted(changes, key=lambda c: c.lo):  # (reaches may come in another order)
-        out += base[pos:c.lo] + c.lines
-        pos = c.hi
-    return out + base[pos:hi]
+    for c in sorted(members, key=attrgetter("lo")):  # (reaches may come in another order)
+        if c.side == side:
+            out += base[pos:c.lo]
+            out += c.lines
+            pos = c.hi
+    out += base[pos:hi]
+    return out
 
 
 def _taken(old: List[str], mine: List[str], yours: List[str]) -> Optional[List[str]]:
@@ -469,19 +474,19 @@ def _taken(old: List[str], mine: List[str], yours: List[str]) -> Optional[List[s
 def _doubled(base: List[str], changes: List[_Change], resolved: list) -> set:
     """The clean groups (by index) that write a non-blank line the clean groups together
     hold more often than ours and than theirs (rule step 7)."""
-    taken = [_taken(base[lo:hi], mine, yours) for lo, hi, mine, yours in resolved]
-    ours, theirs = (_gain([(base[c.lo:c.hi], c.lines) for c in changes if c.side == side]) for side in (OURS, THEIRS))
-    merged = _gain([(base[lo:hi], lines) for (lo, hi, *_), lines in zip(resolved, taken) if lines is not None])
-    twice = {line for line, n in merged.items() if n > max(ours[line], theirs[line]) and line.strip()}
+    ours, theirs = (_gain(base, [(c.lo, c.hi, c.lines) for c in changes if c.side == side]) for side in (OURS, THEIRS))
+    merged = _gain(base, [(lo, hi, taken) for lo, hi, _, _, taken in resolved if taken is not None])
+    twice = {line for line, n in merged.items() if n > 0 and n > ours[line] and n > theirs[line] and line.strip()}
     if not twice:
         return set()
-    return {k for k, lines in enumerate(taken) if lines is not None and not twice.isdisjoint(map(_unended, lines))}
+    return {k for k, (*_, taken) in enumerate(resolved)
+            if taken is not None and not twice.isdisjoint(map(_unended, taken))}
 
 
-def _gain(edits: List[Tuple[List[str], List[str]]]) -> Counter:
-    """How many more times the new lines of `edits` (old, new) hold each line than the old."""
-    tally = Counter(map(_unended, chain.from_iterable(new for _, new in edits)))
-    tally.subtract(map(_unended, chain.from_iterable(old for old, _ in edits)))
+def _gain(base: List[str], edits: List[Tuple[int, int, List[str]]]) -> Counter:
+    """How many more times the edits (lo, hi, lines: base[lo:hi] became lines) hold each line."""
+    tally = Counter(map(_unended, chain.from_iterable(lines for _, _, lines in edits)))
+    tally.subtract(map(_unended, chain.from_iterable(base[lo:hi] for lo, hi, _ in edits)))
     return tally
 
 
