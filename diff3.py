@@ -395,18 +395,17 @@ def _copies(base: List[str], changes: List[_Change], in_base: Counter) -> List[_
 
 def _kept(base: List[str], changes: List[_Change], in_base: Counter) -> List[int]:
     """Where the lines once in base are that the side keeps (no change of it touches), ascending."""
-    changed = bytearray(len(base))
+    once = list(map((1).__eq__, map(in_base.__getitem__, base)))  # (at C speed)
     for c in changes:
-        changed[c.lo:c.hi] = b"\1" * (c.hi - c.lo)
-    return [i for i, line in enumerate(base) if in_base[line] == 1 and not changed[i]]
+        once[c.lo:c.hi] = [False] * (c.hi - c.lo)
+    return list(compress(range(len(base)), once))
 
 
 def _places(base: List[str], lines: set) -> dict:
     """{line: where base holds it, ascending} for each of `lines`."""
     where: dict = {line: [] for line in lines}
-    for i, line in enumerate(base):
-        if line in where:
-            where[line].append(i)
+    for i in compress(range(len(base)), map(lines.__contains__, base)):
+        where[base[i]].append(i)
     return where
 
 
