@@ -72,7 +72,7 @@ import sys
 from collections import Counter
 from itertools import chain, compress, count
 from operator import attrgetter, methodcaller, ne
-from typing import Callable, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Callable, List, NamedTuple, NoReturn, Optional, Sequence, Tuple
 
 __version__ = "0.2.0"  # the release this file is from; vendored copies keep saying it
 __all__ = ["diff3", "Merge", "get_hunks", "split_lines", "join_lines", "main"]
@@ -442,9 +442,12 @@ def _meets(group: list, c: _Change, firm: Callable[[int], bool], n: int) -> bool
     y = ending[0]
     if c.lo == c.hi and y.lo == y.hi:
         return True  # both insert at one place (an insertion could sit at either end of its reach)
-    # A base line at the place in the reach of an insertion, and not under its lines,
-    # equals what it inserts: that insertion gives the same text either side of it.
-    if not ((y.lo == y.hi != hi or firm(hi - 1)) and (c.lo == c.hi != hi or firm(hi))):
+    # Each base line at the place must be firm, unless it is in the reach of an
+    # insertion beside it and not at its place: the line equals what it inserts, so
+    # the insertion gives the same text on either side of it.
+    before_ok = y.lo == y.hi != hi or firm(hi - 1)
+    after_ok = c.lo == c.hi != hi or firm(hi)
+    if not (before_ok and after_ok):
         return True
     insertion, change = (c, y) if c.lo == c.hi else (y, c)
     return insertion.lo == insertion.hi and hi in (0, n) and len(change.lines) < change.hi - change.lo
@@ -496,8 +499,10 @@ def _block(old: List[str], mine: List[str], yours: List[str], markers: tuple, wi
     """A conflict between ours' lines `mine` and theirs' `yours` over base's `old`; with
     style "merge" the lines both share stay outside the markers (rule step 8)."""
     start, middle, separator, end = markers
-    if with_base or mine == yours or not mine or not yours:  # (equal sides conflict only by step 6: show base)
-        return [start, *mine, *([middle, *old] if with_base or mine == yours else []), separator, *yours, end]
+    if with_base or mine == yours:  # (equal sides conflict only by rule step 7: base shows why)
+        return [start, *mine, middle, *old, separator, *yours, end]
+    if not mine or not yours:  # nothing shared (what get_hunks would say, sooner)
+        return [start, *mine, separator, *yours, end]
     out, m = [], 0
     for m_lo, m_hi, y_lo, y_hi in get_hunks(mine, yours):
         out += [*mine[m:m_lo], start, *mine[m_lo:m_hi], separator, *yours[y_lo:y_hi], end]
@@ -520,12 +525,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("-L", dest="labels", action="append", default=[], metavar="LABEL",
                         help="label for ours, then base, then theirs (default: the file names)")
     parser.add_argument("-o", "--output", metavar="FILE", help="write the merge to FILE instead of stdout")
+    parser.error = _bad_argument  # one line, not argparse's usage and message
     args = parser.parse_args(argv)
     paths = (args.ours, args.base, args.theirs)
     if len(args.labels) > 3:
         parser.error("-L may be given at most three times")
-    if any("\n" in label or "\r" in label for label in args.labels):
-        parser.error("a label must not contain a line break")
+    labels = tuple(args.labels) + paths[len(args.labels):]
+    if any("\n" in label or "\r" in label for label in labels):
+        parser.error("a label (by default a file name) must not contain a line break")
     texts = []
     for path in paths:
         try:
@@ -535,7 +542,6 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             why = f"not UTF-8 (byte {error.start})" if isinstance(error, UnicodeDecodeError) else error.strerror
             print(f"mark-diff3: {path}: {why}", file=sys.stderr)
             return 2
-    labels = tuple(args.labels) + paths[len(args.labels):]
     merged, had_conflict = diff3(texts[1], texts[0], texts[2], style="diff3" if args.diff3 else "merge", labels=labels)
     if args.output is None:
         sys.stdout.buffer.write(merged.encode("utf-8"))
@@ -548,6 +554,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             print(f"mark-diff3: {args.output}: {error.strerror}", file=sys.stderr)
             return 2
     return 1 if had_conflict else 0
+
+
+def _bad_argument(message: str) -> NoReturn:
+    print(f"mark-diff3: {message} (see --help)", file=sys.stderr)
+    sys.exit(2)
 
 
 if __name__ == "__main__":

@@ -666,7 +666,16 @@ def test_cli_label_with_a_line_break_is_a_bad_argument(files, capsysbinary):
         main([p["ours"], p["base"], p["theirs"], "-L", "a\nb", "-L", "b", "-L", "c"])
     assert exit_info.value.code == 2
     captured = capsysbinary.readouterr()
-    assert captured.out == b"" and b"line break" in captured.err
+    assert captured.out == b"" and b"line break" in captured.err and captured.err.count(b"\n") == 1
+
+
+def test_cli_bad_option_is_one_line(files, capsysbinary):
+    p = files(ours="X\n", base="a\n", theirs="Y\n")
+    with pytest.raises(SystemExit) as exit_info:
+        main([p["ours"], p["base"], p["theirs"], "--no-such-option"])
+    assert exit_info.value.code == 2
+    captured = capsysbinary.readouterr()
+    assert captured.out == b"" and b"--no-such-option" in captured.err and captured.err.count(b"\n") == 1
 
 
 def test_cli_output_file(files, tmp_path, capsysbinary):
