@@ -114,7 +114,72 @@ def scenarios(size: int, name: str):
     yield (f"CRLF scattered {name}", *crlf)
 
 
-def few_distinct(size: int):
+def docs_prose(size: int) -> list:
+    """About `size` bytes of real prose: the docstrings of this Python's standard library,
+    file by file in sorted order (the same on every machine with this Python), each
+    cleaned as help() shows it and followed by a blank line."""
+    import ast
+    import inspect
+    import sysconfig
+    lines, total = [], 0
+    for path in sorted(Path(sysconfig.get_paths()["stdlib"]).rglob("*.py")):
+        if "test" in path.parts or "site-packages" in path.parts:
+            continue
+        try:
+            tree = ast.parse(path.read_bytes())
+        except (SyntaxError, ValueError):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+                doc = ast.get_docstring(node)
+                if doc:
+                    block = inspect.cleandoc(doc).split("\n") + [""]
+                    lines += block
+                    total += sum(len(line) + 1 for line in block)
+                    if total >= size:
+                        return lines
+    return lines
+
+
+def rewritten_paragraphs(size: int, name: str):
+    """Yield (label, base, ours, theirs) for real prose (`docs_prose`) with a paragraph
+    rewritten on each side about once per 8 KiB, ours' and theirs' 4 KiB apart: its
+    words, a few changed, wrapped anew to another width, so every line is new; then
+    the same with CRLF, and each side alone against base."""
+    import textwrap
+    rng = random.Random(size)
+    lines = docs_prose(size)
+    paragraphs, start = [], 0  # (lo, hi) of each run of non-blank lines
+    for i, line in enumerate(lines + [""]):
+        if not line.strip():
+            if i > start:
+                paragraphs.append((start, i))
+            start = i + 1
+    ours, theirs = list(lines), list(lines)
+    byte_at = [0]  # byte_at[i]: where line i starts
+    for line in lines:
+        byte_at.append(byte_at[-1] + len(line) + 1)
+    due = [4 << 10, 8 << 10]  # the byte offset from which ours, theirs rewrite their next paragraph
+    rewrites: dict = {0: [], 1: []}
+    for lo, hi in paragraphs:
+        side = 0 if due[0] <= due[1] else 1
+        if byte_at[lo] >= due[side]:
+            rewrites[side].append((lo, hi))
+            due[side] += 8 << 10
+    for side, text in ((0, ours), (1, theirs)):
+        for lo, hi in reversed(rewrites[side]):
+            words = " ".join(lines[lo:hi]).split()
+            words = [rng.choice(WORDS) if rng.random() < 0.1 else word for word in words]
+            text[lo:hi] = textwrap.wrap(" ".join(words), width=rng.choice([50, 60, 90])) or ["(rewritten)"]
+    join = "\n".join
+    texts = [join(lines) + "\n", join(ours) + "\n", join(theirs) + "\n"]
+    yield (f"docs, paragraphs rewritten {name}", *texts)
+    yield (f"docs, CRLF {name}", *(text.replace("\n", "\r\n") for text in texts))
+    yield (f"docs, ours == base {name}", texts[0], texts[0], texts[2])
+    yield (f"docs, theirs == base {name}", texts[0], texts[1], texts[0])
+
+
+def few_distinct(size: int, name: str):
     """About `size` bytes of blank lines and `- [ ] todo`, and two sets of ticked boxes.
 
     Ours and theirs tick boxes at least 40 lines apart, so the merge is
@@ -123,13 +188,13 @@ def few_distinct(size: int):
     pattern = ["- [ ] todo", "- [ ] todo", "", "- [ ] todo", ""]
     lines = (pattern * (size // sum(len(x) + 1 for x in pattern) + 1))
     rng = random.Random(7)
-    spots = sorted(rng.sample(range(0, len(lines) // 40), 100))
+    spots = sorted(rng.sample(range(0, len(lines) // 40), 100 * max(1, size >> 20)))
     ticks = [40 * s + s % 2 for s in spots if lines[40 * s + s % 2]]
     ours, theirs = list(lines), list(lines)
     for n, i in enumerate(ticks):
         (ours if n % 2 else theirs)[i] = "- [x] todo"
     join = "\n".join
-    return "few distinct lines 1 MiB", join(lines) + "\n", join(ours) + "\n", join(theirs) + "\n"
+    return f"few distinct lines {name}", join(lines) + "\n", join(ours) + "\n", join(theirs) + "\n"
 
 
 def random_ticks(size: int, name: str, both: bool = False):
@@ -151,15 +216,15 @@ def random_ticks(size: int, name: str, both: bool = False):
     return label, join(base) + "\n", join(ours) + "\n", join(theirs) + "\n"
 
 
-def added_everywhere(size: int):
+def added_everywhere(size: int, name: str):
     """About `size` bytes of unique lines, and both sides add the same line after half of
     them, ours after the even ones and theirs after the odd: tens of thousands of changes
-    on each side adding a line the merge holds more often than either, all of it clean."""
+    on each side adding a line the merge would hold more often than either: all conflicts."""
     base = [f"line {i}" for i in range(size // 11)]
     ours = [line for i, x in enumerate(base) for line in ([x, "added"] if i % 2 == 0 else [x])]
     theirs = [line for i, x in enumerate(base) for line in ([x, "added"] if i % 2 else [x])]
     join = "\n".join
-    return "a line added everywhere 1 MiB", join(base) + "\n", join(ours) + "\n", join(theirs) + "\n"
+    return f"a line added everywhere {name}", join(base) + "\n", join(ours) + "\n", join(theirs) + "\n"
 
 
 # ------------------------------------------------------------ measuring
@@ -189,8 +254,10 @@ def bench_diff3(args) -> None:
     cases = []
     for size, name in ((4 << 10, "4 KiB"), (64 << 10, "64 KiB"), (1 << 20, "1 MiB"), (10 << 20, "10 MiB")):
         cases += list(scenarios(size, name))
-    cases += [few_distinct(1 << 20), random_ticks(64 << 10, "64 KiB"), random_ticks(1 << 20, "1 MiB"),
-              random_ticks(256 << 10, "256 KiB", both=True), added_everywhere(1 << 20)]
+    cases += list(rewritten_paragraphs(1 << 20, "1 MiB"))
+    for size, name in ((1 << 20, "1 MiB"), (10 << 20, "10 MiB")):  # adversarial: x1M against git's
+        cases += [few_distinct(size, name), random_ticks(size, name), added_everywhere(size, name)]
+    cases += [random_ticks(64 << 10, "64 KiB"), random_ticks(256 << 10, "256 KiB", both=True)]
     header = (f"{'scenario':34} {'KiB':>6} {'diff3 ms':>9} {'2-way ms':>8} {'git ms':>8} {'ratio':>6} {'x1M':>5} "
               f"{'git x1M':>7} {'peak/in':>7} {'conflicts':>10} {'git':>10}")
     print(header)
@@ -243,7 +310,10 @@ x1M = diff3 time at 10 MiB / its time for the same class at 1 MiB (10x the input
 peak/in = peak Python memory of one diff3 call / bytes of its three inputs;
 conflicts, git = conflict blocks / lines inside them in diff3's and git's result
   (adjacent edits, and a section in while another goes out, are clean by design);
-random ticks: beyond the classes, ours re-ticks a checklist at random: no line is unique,
+docs: real prose, this Python's standard library docstrings, a paragraph rewritten on each side
+  about once per 8 KiB; ours == base, theirs == base: one side alone;
+few distinct lines, random ticks, a line added everywhere: the adversarial rows, at 1 and 10 MiB
+  (x1M against git x1M); random ticks: ours re-ticks a checklist at random: no line is unique,
   so diff3 makes the change it meets one conflict; both re-tick: theirs re-ticks it too.""")
 
 

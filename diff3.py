@@ -1,4 +1,4 @@
-"""Line-based three-way merge with git-style conflict markers, built on difflib.
+"""Line-based three-way merge with git-style conflict markers; Python's standard library only.
 
     >>> from diff3 import diff3
     >>> base = "# Title\\n\\nIntro.\\n\\nBody.\\n"
@@ -7,46 +7,57 @@
     >>> diff3(base, ours, theirs)
     Merge(merged='# Title\\n\\nIntro, revised.\\n\\nBody, revised.\\n', had_conflict=False)
 
-    $ python -m diff3 OURS BASE THEIRS      # or mark-diff3; exit 0 clean, 1 conflicts, 2 trouble
+    $ python -m diff3 OURS BASE THEIRS              # or mark-diff3; exit 0 clean, 1 conflicts, 2 trouble
+    $ mark-diff3 OURS BASE THEIRS -o FILE           # as git's merge driver: writes the merge to FILE
 
-A change one side made to *base* is taken, the same change made by both
-appears once, and changes of both sides that meet become a conflict block
-("<<<<<<< ours", ours' lines, with style="diff3" "||||||| base" and base's,
-"=======", theirs' lines, ">>>>>>> theirs") and set `had_conflict`.  A clean
-merge is published with no one looking, so where an edit's place beside the
-other side's is in doubt, the two conflict.  The rule, step by step:
+The two-way diff (`get_hunks`) is Bram Cohen's patience diff, as bzr and
+breezy have it: the lines both texts share at their start and end are
+matched, then the lines found exactly once in each, in their longest common
+order, and each stretch between two of those is diffed the same way; a
+stretch with no line once in each, after its equal ends, is one change
+(which of its equal lines became which is not known).  A hunk that only
+inserts or only deletes is moved down while the line after it equals its
+first, so one change has one place (`_slide`).
 
-1. `get_hunks` diffs base against each side: a line replaced, added or
-   removed alone between equal lines is taken as such; elsewhere it anchors
-   on lines found once in both, in their longest common order (patience
-   diff), and `difflib.SequenceMatcher` pairs the lines both hold between
-   anchors, a few at a time where no anchor is near.
-2. Each pure insertion or deletion slides up onto the hunk above if it can
-   reach it, else as far down as it goes, so the same change by both sides
-   sits at one place.
-3. A hunk's *zone* is everywhere another diff could put it: its base lines,
-   grown over the lines beside them equal to one it removed or added, up
-   to the side's nearest hunks that change lines (`_changes`).
-4. Unless it edits its lines in place (a ticked box stays that box), a zone
-   also grows over each copy of a non-blank line the hunk removed, up to the
-   unique lines around it that the side keeps (`_copies`).
-5. Hunks of the two sides conflict when one changes a line inside the
-   other's zone or inserts strictly inside it, when both insert at one
-   point, or when their zones share a line (`_links`); identical hunks
-   merge once.
-6. Zones that only touch merge cleanly where both base lines at the boundary
-   are *firm* (non-blank, once in base and at most once in each side, or the
-   file's edge), and an insertion beside a removal has a line beyond it
-   (`_meet`).
-7. Conflicting hunks make one block over their zones, taking in any hunk
-   inside it and any insertion or grown zone that meets it (`_groups`); style
-   "merge" leaves out of the block the lines both sides of it share, as git's
-   "zealous" merge does.
-8. A safety net checks the clean part: hunks of both sides that add a
-   non-blank line the merge holds more often than ours and theirs each, where
-   their zones touch or both took that line from base, become one block
-   (`_doubts`).
+The merge takes a change one side made to base, takes the same change made
+by both once, and writes changes of the two sides that meet as a conflict
+block ("<<<<<<< ours", ours' lines, with style="diff3" "||||||| base" and
+base's, "=======", theirs' lines, ">>>>>>> theirs").  The rule:
 
+1. A side's changes are the hunks of `get_hunks(base, side)`; a change's
+   reach is its base lines, grown over the base lines beside them, up to
+   the side's next changes, that equal a line it removed or added: a diff
+   could have put it anywhere there (`_changes`).
+2. A change that removes a non-blank line base holds more than once,
+   unless each line it removes became one like it (`_in_place`: difflib's
+   ratio at least 0.6, as a ticked box), reaches every copy of that line
+   between the nearest lines once in base the side keeps: which copy went
+   is not known (`_copies`).
+3. Changes of the two sides meet when their reaches share a line, when
+   one inserts strictly inside the other's reach, or when both insert at
+   one place, an insertion's place being anywhere in its reach (`_meets`).
+4. Changes whose reaches touch (one ends where the other starts) also
+   meet unless each base line at that place is firm (not blank, once in
+   base and at most once in each side; the file's edge is firm) or is in
+   the reach of an insertion beside it, which gives the same text on
+   either side of that line (`_meets`, with `firm` in `_merge`).
+5. An insertion at the file's edge also meets a change it touches that
+   leaves fewer lines than it took: nothing is left to place it by
+   (`_meets`).
+6. Changes that meet, and a side's own changes whose reaches touch,
+   directly or through others, form a group over the base lines their
+   reaches span, which is clean when one side leaves
+   those lines as they were or both sides give the same lines, and else a
+   conflict (`_groups`, `_taken`).
+7. If the clean groups would hold a non-blank line more often than ours
+   and more often than theirs, a change was taken twice, and each clean
+   group that writes such a line becomes a conflict too (`_doubled`).
+8. Conflicts with no base line between them are one block, and with
+   style="merge" the lines both sides of a block share (by `get_hunks`)
+   stay outside its markers, as in git's "zealous" merge (`_block`).
+
+Where one side equals base, or the sides are equal, the rule gives the
+other side's text (or theirs), and `diff3` returns it without diffing.
 Lines are split on "\\n" only and keep their endings, so CRLF documents come
 back byte-identical where nothing changed; a last line without a newline gets
 one when anything follows it, and markers use the document's line ending.
@@ -57,13 +68,11 @@ one when anything follows it, and markers use the document's line ending.
 import argparse
 import bisect
 import difflib
-import gc
-import heapq
 import sys
-from collections import Counter, namedtuple
-from itertools import accumulate, chain, compress
-from operator import add, eq, itemgetter, ne, sub
-from typing import Callable, Container, List, NamedTuple, Optional, Sequence, Tuple
+from collections import Counter
+from itertools import chain, compress, count
+from operator import attrgetter, methodcaller, ne
+from typing import Callable, List, NamedTuple, NoReturn, Optional, Sequence, Tuple
 
 __version__ = "0.2.0"  # the release this file is from; vendored copies keep saying it
 __all__ = ["diff3", "Merge", "get_hunks", "split_lines", "join_lines", "main"]
@@ -87,6 +96,26 @@ def diff3(base: str, ours: str, theirs: str, *, style: str = "merge",
     ValueError, naming the argument, for anything but str texts, a known
     style and three one-line labels.
     """
+    _check(base, ours, theirs, style, labels)
+    if ours == base or ours == theirs:
+        return Merge(theirs, False)
+    if theirs == base:
+        return Merge(ours, False)
+
+    texts = [split_lines(base), split_lines(ours), split_lines(theirs)]
+    # The document's line ending: that of the first ended line, base first.
+    eol = next(("\r\n" if lines[0].endswith("\r\n") else "\n" for lines in texts
+                if lines and lines[0].endswith("\n")), "\n")
+    markers = ("<<<<<<< " + labels[0] + eol, "||||||| " + labels[1] + eol, "=======" + eol,
+               ">>>>>>> " + labels[2] + eol)
+    out, had_conflict = _merge(*texts, markers, style == "diff3")
+    # Only a document's last line can lack a newline; if none does, plain join.
+    ended = all(lines[-1].endswith("\n") for lines in texts if lines)
+    return Merge("".join(out) if ended else join_lines(out, eol), had_conflict)
+
+
+def _check(base: str, ours: str, theirs: str, style: str, labels: Sequence[str]) -> None:
+    """Raise TypeError or ValueError, naming the argument, for one diff3 cannot take."""
     for name, value in (("base", base), ("ours", ours), ("theirs", theirs)):
         if not isinstance(value, str):
             raise TypeError(f"{name} must be str, not {type(value).__name__}")
@@ -97,45 +126,6 @@ def diff3(base: str, ours: str, theirs: str, *, style: str = "merge",
         raise TypeError(f"labels must be a tuple of three str (ours, base, theirs), not {labels!r}")
     if any("\n" in label or "\r" in label for label in labels):
         raise ValueError(f"labels must not contain line breaks: {labels!r}")
-
-    texts = [split_lines(base), split_lines(ours), split_lines(theirs)]
-    # The document's line ending: that of the first ended line, base first.
-    eol = next(("\r\n" if lines[0].endswith("\r\n") else "\n" for lines in texts
-                if lines and lines[0].endswith("\n")), "\n")
-    markers = ("<<<<<<< " + labels[0] + eol, "||||||| " + labels[1] + eol, "=======" + eol,
-               ">>>>>>> " + labels[2] + eol, style == "diff3")
-    # The merge makes many small objects, none in a cycle and all kept until it
-    # returns: the cyclic collector would only walk them again and again.
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        out, had_conflict = _merge(*texts, markers)
-    finally:
-        if collecting:
-            gc.enable()
-    # Only a document's last line can lack a newline; if none does, plain join.
-    ended = all(lines[-1].endswith("\n") for lines in texts if lines)
-    return Merge("".join(out) if ended else join_lines(out, eol), had_conflict)
-
-
-def get_hunks(a: Sequence, b: Sequence) -> List[Hunk]:
-    """The places where `b` differs from `a`: (a_lo, a_hi, b_lo, b_hi) each.
-
-    a[a_lo:a_hi] became b[b_lo:b_hi].  Hunks are ascending, separated by at
-    least one equal element, and each pure insertion or deletion sits at its
-    canonical place (step 2 of the rule).
-    """
-    n, m = len(a), len(b)
-    head = _run(a, b, 0, 0, min(n, m))
-    tail = _run(a[::-1], b[::-1], 0, 0, min(n, m) - head)
-    blocks = [(0, 0, head)]  # (i, j, size): a[i:i+size] == b[j:j+size]
-    _anchored(a, b, head, n - tail, head, m - tail, blocks)
-    hunks, i, j = [], 0, 0
-    for block_i, block_j, size in blocks + [(n - tail, m - tail, tail)]:
-        if block_i > i or block_j > j:
-            hunks.append((i, block_i, j, block_j))
-        i, j = block_i + size, block_j + size
-    return _slide(a, b, hunks)
 
 
 def split_lines(text: str) -> List[str]:
@@ -159,471 +149,390 @@ def join_lines(lines: Sequence[str], eol: str) -> str:
     return head + lines[-1]
 
 
-# ------------------------------------------------------- the merge (steps 3-8)
+# ------------------------------------------------------------ the two-way diff
 
-OURS, THEIRS = 0, 1  # the two sides, as a change's `side`
-# One side's hunk: base[lo:hi] became `lines`; base[zone_lo:zone_hi] is its zone.
-_Change = namedtuple("_Change", "lo hi side lines zone_lo zone_hi")
+def get_hunks(a: Sequence, b: Sequence) -> List[Hunk]:
+    """The places where `b` differs from `a`, by patience diff: (a_lo, a_hi, b_lo, b_hi) each.
 
-
-def _merge(base: List[str], ours: List[str], theirs: List[str], markers: tuple) -> Tuple[List[str], bool]:
-    """The merged lines and whether any conflicted; `markers` frame a block (the
-    last says whether blocks show base lines)."""
-    count = Counter(base)
-    changes = sorted(_changes(base, ours, OURS, count) + _changes(base, theirs, THEIRS, count))
-    gains: List[Counter] = []  # each side's _gained, made on first need
-
-    def firm(i: int) -> bool:  # step 6
-        if not 0 <= i < len(base):
-            return True
-        if base[i].isspace() or count[base[i]] != 1:
-            return False
-        if not gains:
-            gains.extend(_gained(base, [c for c in changes if c.side == side]) for side in (OURS, THEIRS))
-        key = base[i].rstrip("\n")
-        return gains[OURS][key] <= 0 and gains[THEIRS][key] <= 0
-
-    forest, joined = _links(changes, firm, len(base))
-    tied: set = set()  # changes the safety net put in one block
-    while True:
-        groups = _groups(changes, forest, joined, tied)
-        out, had_conflict, clean = _write(base, changes, groups, tied, markers)
-        doubts = _doubts(base, changes, clean)
-        if doubts <= tied:
-            return out, had_conflict
-        tied |= doubts
-
-
-def _changes(base: List[str], side: List[str], name: int, count: Counter) -> List[_Change]:
-    """A side's hunks against base, each with its zone (steps 3 and 4)."""
-    hunks = get_hunks(base, side)
-    changes = []
-    for k, (lo, hi, side_lo, side_hi) in enumerate(hunks):
-        lines, removed = side[side_lo:side_hi], base[lo:hi]
-        zone_lo, zone_hi = lo, hi
-        # The side's other hunks lie a line away or more: only the file's edges stop a first step.
-        if lo and (base[lo - 1] in lines or base[lo - 1] in removed) or \
-                hi < len(base) and (base[hi] in lines or base[hi] in removed):
-            own = set(lines).union(removed)
-            # Up to the side's nearest hunks that change lines (insertions are passed).
-            floor = next((hunks[f][1] for f in range(k - 1, -1, -1) if hunks[f][0] < hunks[f][1]), 0)
-            ceiling = next((hunks[f][0] for f in range(k + 1, len(hunks)) if hunks[f][0] < hunks[f][1]), len(base))
-            while zone_lo > floor and base[zone_lo - 1] in own:
-                zone_lo -= 1
-            while zone_hi < ceiling and base[zone_hi] in own:
-                zone_hi += 1
-        changes.append(_Change(lo, hi, name, lines, zone_lo, zone_hi))
-    return _copies(base, changes, count)
-
-
-def _copies(base: List[str], changes: List[_Change], count: Counter) -> List[_Change]:
-    """The zones grown over the copies of what a hunk removed (unless it edits in place)
-    between the unique base lines the side keeps around it: which copy went is not known."""
-    repeated = {line for c in changes for line in base[c.lo:c.hi] if count[line] > 1 and not line.isspace()}
-    doubtful = [k for k, c in enumerate(changes)
-                if not repeated.isdisjoint(base[c.lo:c.hi]) and not _in_place(base[c.lo:c.hi], c.lines)]
-    if not doubtful:
-        return changes
-    changed = bytearray(len(base))
-    for c in changes:
-        changed[c.lo:c.hi] = b"\1" * (c.hi - c.lo)
-    kept = [i for i, line in enumerate(base) if count[line] == 1 and not changed[i]]
-    where: dict = {line: [] for k in doubtful for line in base[changes[k].lo:changes[k].hi] if line in repeated}
-    for i, line in enumerate(base):
-        if line in where:
-            where[line].append(i)
-    for k in doubtful:
-        c = changes[k]
-        at = bisect.bisect_left(kept, c.lo)
-        room_lo, room_hi = kept[at - 1] if at else -1, kept[at] if at < len(kept) else len(base)
-        for spots in (where[line] for line in base[c.lo:c.hi] if line in where):
-            first, last = bisect.bisect_right(spots, room_lo), bisect.bisect_left(spots, room_hi) - 1
-            c = c._replace(zone_lo=min(c.zone_lo, spots[first]), zone_hi=max(c.zone_hi, spots[last] + 1))
-        changes[k] = c
-    return changes
-
-
-def _in_place(old: List[str], new: List[str]) -> bool:
-    """Whether each line became a similar one: difflib pairs 0.6 of the shorter's characters."""
-    return len(old) == len(new) and all(
-        sum(size for *_, size in difflib.SequenceMatcher(None, x, y).get_matching_blocks()) >= 0.6 * min(len(x), len(y))
-        for x, y in zip(old, new))
-
-
-def _meet(h: _Change, g: _Change, firm: Callable[[int], bool], n: int) -> bool:
-    """Whether changes of different sides whose zones meet at one point go together: they
-    conflict (step 6), or are the same change (then their group merges cleanly)."""
-    if h.lo == h.hi == g.lo == g.hi:
-        return True  # both insert at one point
-    p = h.zone_hi if h.zone_hi == g.zone_lo else g.zone_hi  # the zones touch at p
-    if not (firm(p - 1) and firm(p)):
-        return True
-    # Text inserted beside a removal is placed by the line beyond it: the file's edge is none.
-    return any(x.lo == x.hi and len(y.lines) < y.hi - y.lo and p == (n if y.zone_hi == p else 0)
-               for x, y in ((h, g), (g, h)))
-
-
-def _links(changes: List[_Change], firm: Callable[[int], bool], n: int) -> Tuple[List[int], set]:
-    """The changes (by index) of different sides that go together: a union-find forest
-    (each change's parent) of the sets they make, and the changes joined to any other.
-    One sweep in order of the zones.
-
-    Swept in that order, a change's zone shares a line with (or holds strictly inside)
-    every open zone of the other side that ends past its start: those go together for
-    certain, so it joins the set of each that reaches past it at once.  Only zones that
-    end where it starts are weighed one by one (`_meet`).  So zones that all overlap (a
-    long checklist both sides re-ticked) cost n log n, not n squared.
+    a[a_lo:a_hi] became b[b_lo:b_hi].  Hunks are ascending and separated by
+    at least one equal element; one that only inserts or only deletes sits
+    as far down as it can.
     """
-    parent = list(range(len(changes)))
-    joined: set = set()
-
-    def widen(reach: dict, key: int, hi: int, member: int) -> None:
-        if reach.get(key, (-1,))[0] < hi:
-            reach[key] = (hi, member)
-
-    def join(k: int, t: int) -> None:  # t's set joins k's
-        r_t, r_k = _root(parent, t), _root(parent, k)
-        parent[r_t] = r_k
-        for reach in reaches:
-            if r_t in reach:
-                widen(reach, r_k, *reach.pop(r_t))
-        joined.update((k, t))
-
-    ends: Tuple[list, list] = ([], [])  # per side, a heap of (zone_hi, index) of the open zones
-    reaches: Tuple[dict, dict] = ({}, {})  # per side, {root of a set: (furthest zone_hi, its change)}
-    zones = [(c.zone_lo, c.zone_hi) for c in changes]
-    for k in sorted(range(len(changes)), key=zones.__getitem__):
-        c = changes[k]
-        heap, reach = ends[1 - c.side], reaches[1 - c.side]
-        while heap and heap[0][0] < c.zone_lo:
-            heapq.heappop(heap)
-        if reach:
-            for key in [key for key, (hi, _) in reach.items() if hi < c.zone_lo]:
-                del reach[key]  # the set's zones have all closed
-            for t in [t for hi, t in reach.values() if hi > c.zone_lo]:
-                join(k, t)  # a set of its own: the keys are the sets' roots
-        touching = []
-        while heap and heap[0][0] == c.zone_lo:
-            touching.append(heapq.heappop(heap))
-        for entry in touching:
-            heapq.heappush(heap, entry)
-            if _root(parent, entry[1]) != _root(parent, k) and _meet(c, changes[entry[1]], firm, n):
-                join(k, entry[1])
-        heapq.heappush(ends[c.side], (c.zone_hi, k))
-        widen(reaches[c.side], _root(parent, k), c.zone_hi, k)
-    return parent, joined
+    blocks = sorted(_matches(a, b)) + [(len(a), len(b), 0)]
+    hunks, i, j = [], 0, 0
+    for block_i, block_j, size in blocks:
+        if block_i > i or block_j > j:
+            hunks.append((i, block_i, j, block_j))
+        i, j = block_i + size, block_j + size
+    return _slide(a, b, hunks)
 
 
-def _root(parent: List[int], k: int) -> int:
-    """The root of k's set in a union-find forest, halving the path to it on the way."""
-    while parent[k] != k:
-        parent[k] = k = parent[parent[k]]
-    return k
+def _matches(a: Sequence, b: Sequence) -> List[Tuple[int, int, int]]:
+    """The equal runs (i, j, size) of the patience diff, in no particular order."""
+    found = []
+    stretches = [(0, len(a), 0, len(b))]  # still to diff: a[a_lo:a_hi] against b[b_lo:b_hi]
+    while stretches:
+        a_lo, a_hi, b_lo, b_hi = stretches.pop()
+        head = _same(a, b, a_lo, b_lo, min(a_hi - a_lo, b_hi - b_lo), 1)
+        tail = _same(a, b, a_hi, b_hi, min(a_hi - a_lo, b_hi - b_lo) - head, -1)
+        found += [(a_lo, b_lo, head), (a_hi - tail, b_hi - tail, tail)]
+        a_lo, a_hi, b_lo, b_hi = a_lo + head, a_hi - tail, b_lo + head, b_hi - tail
+        if a_lo == a_hi or b_lo == b_hi or a_hi - a_lo == b_hi - b_lo == 1:
+            continue  # all inserted or all deleted, or one line replaced: no line to pair
+        runs = _anchored_runs(a, b, a_lo, a_hi, b_lo, b_hi)
+        for i, j, size in runs:  # each starts after a difference: a stretch to diff before it
+            if i > a_lo and j > b_lo:  # (one that only inserts or only deletes holds no match)
+                stretches.append((a_lo, i, b_lo, j))
+            found.append((i, j, size))
+            a_lo, b_lo = i + size, j + size
+        if runs and (a_lo < a_hi or b_lo < b_hi):
+            stretches.append((a_lo, a_hi, b_lo, b_hi))
+    return [block for block in found if block[2]]
 
 
-def _groups(changes: List[_Change], forest: List[int], joined: set, tied: set) -> List[list]:
-    """[lo, hi, members, zone_lo, zone_hi]: the changes that go together, in base order
-    (step 7): `_links`'s sets, and the `tied` changes as one; a group of several spans
-    its zones, everywhere its changes may sit."""
-    parent = list(forest)
-    ends = sorted(tied)
-    for x, y in zip(ends, ends[1:]):
-        parent[_root(parent, x)] = _root(parent, y)
-    joined = joined | tied
-    several: dict = {}
-    for k in sorted(joined):
-        several.setdefault(_root(parent, k), []).append(k)
-    groups = [[c.lo, c.hi, [k], c.zone_lo, c.zone_hi] for k, c in enumerate(changes) if k not in joined]
-    for members in several.values():
-        zone = [min(changes[k].zone_lo for k in members), max(changes[k].zone_hi for k in members)]
-        groups.append([*zone, members, *zone])
-    groups.sort(key=itemgetter(0, 1))
-    # A change inside another group's span joins it, and so does one that meets a
-    # group of several where its own place is open: an insertion, or a grown zone.
-    merged = groups[:1]
-    for group in groups[1:]:
-        last = merged[-1]
-        single_after, single_before = len(group[2]) == 1 < len(last[2]), len(last[2]) == 1 < len(group[2])
-        if group[0] < last[1] \
-                or single_after and group[3] <= last[1] and (group[3] < group[0] or group[0] == group[1]) \
-                or single_before and last[4] >= group[0] and (last[4] > last[1] or last[0] == last[1]):
-            last[1], last[4] = max(last[1], group[1]), max(last[4], group[4])
-            last[2] += group[2]
+def _same(a: Sequence, b: Sequence, i: int, j: int, limit: int, way: int) -> int:
+    """How many elements a and b share from a[i], b[j] on (way 1) or before them
+    (way -1), at most `limit`: compared a slice of doubling length at a time, at C speed."""
+    size, step = 0, 16
+    while size < limit:
+        stop = min(size + step, limit)
+        if way > 0:
+            x, y = a[i + size:i + stop], b[j + size:j + stop]
         else:
-            merged.append(group)
-    for group in merged:
-        group[2].sort()
-    return merged
-
-
-def _write(base: List[str], changes: List[_Change], groups: List[list], tied: set,
-           markers: tuple) -> Tuple[List[str], bool, List[_Change]]:
-    """The merged lines, whether a block conflicts, and the changes merged cleanly."""
-    start, middle, separator, end, with_base = markers
-    out: List[str] = []
-    clean: List[_Change] = []
-    pos, had_conflict = 0, False
-    for lo, hi, members, *_ in groups:
-        out += base[pos:lo]
-        pos = hi
-        if len(members) == 1:
-            clean.append(changes[members[0]])
-            out += clean[-1].lines
-            continue
-        group = [changes[k] for k in members]
-        mine, yours = (_apply(base, lo, hi, [c for c in group if c.side == side]) for side in (OURS, THEIRS))
-        whole = not tied.isdisjoint(members)
-        if not whole and mine == yours:  # the same change made twice
-            out += mine
-            clean += [c for c in group if c.side == OURS]
-            continue
-        had_conflict = True
-        if with_base or mine == yours:
-            out += [start, *mine, middle, *base[lo:hi], separator, *yours, end]
-        elif whole or set(mine).isdisjoint(yours):
-            out += [start, *mine, separator, *yours, end]
-        else:  # lines both sides share stay out of the block, which splits where they are
-            m = 0
-            for m_lo, m_hi, y_lo, y_hi in get_hunks(mine, yours):
-                out += [*mine[m:m_lo], start, *mine[m_lo:m_hi], separator, *yours[y_lo:y_hi], end]
-                m = m_hi
-            out += mine[m:]
-    return out + base[pos:], had_conflict, clean
-
-
-def _apply(base: List[str], lo: int, hi: int, changes: List[_Change]) -> List[str]:
-    """base[lo:hi] with one side's changes in it applied."""
-    out, pos = [], lo
-    for c in changes:
-        out += base[pos:c.lo] + c.lines
-        pos = c.hi
-    return out + base[pos:hi]
-
-
-def _doubts(base: List[str], changes: List[_Change], clean: List[_Change]) -> set:
-    """The safety net (step 8): changes of both sides that add a non-blank line the clean
-    part of the merge holds more often than ours and theirs each (then one edit was read
-    at two places), where their zones touch or both sides took that line from base."""
-    sides = [[c for c in changes if c.side == side] for side in (OURS, THEIRS)]
-    added = [set(chain.from_iterable(c.lines for c in side)) for side in sides]
-    for lines, side in zip(added, sides):  # only a text's last line can lack its newline
-        lines.update(line + "\n" for c in side[-1:] for line in c.lines[-1:] if not line.endswith("\n"))
-    if all(line.isspace() or not line.endswith("\n") for line in added[0] & added[1]):
-        return set()
-    ours, theirs, merged = (_gained(base, some) for some in (*sides, clean))
-    twice = {line for line, n in merged.items() if n > max(ours[line], theirs[line]) and line.strip()}
-    taken = [{line.rstrip("\n") for c in side for line in base[c.lo:c.hi]} for side in sides]
-    moved = twice & taken[0] & taken[1]  # a line both sides moved, each to its own place
-    adds = [{line.rstrip("\n") for line in c.lines} & twice for c in changes]
-    adding = [[k for k, c in enumerate(changes) if c.side == side and adds[k]] for side in (OURS, THEIRS)]
-    # A change is in doubt when a change of the other side's `adding` has a zone that
-    # meets its own (found among those starting by its end, by the furthest end of
-    # their zones), or adds a line it adds that both moved: no pair is tried one by one.
-    doubts = set()
-    for mine, yours in (adding, adding[::-1]):
-        yours = sorted(yours, key=lambda k: changes[k].zone_lo)
-        starts = [changes[k].zone_lo for k in yours]
-        reach = list(accumulate((changes[k].zone_hi for k in yours), max))
-        moved_there = set().union(*(adds[k] & moved for k in yours))
-        for x in mine:
-            at = bisect.bisect_right(starts, changes[x].zone_hi)
-            if at and reach[at - 1] >= changes[x].zone_lo or not moved_there.isdisjoint(adds[x]):
-                doubts.add(x)
-    return doubts
-
-
-def _gained(base: List[str], changes: List[_Change]) -> Counter:
-    """How many more times than base the changes hold each line, its newline aside
-    (a text's last line may lack one)."""
-    tally = Counter(line.rstrip("\n") for c in changes for line in c.lines)
-    tally.subtract(line.rstrip("\n") for c in changes for line in base[c.lo:c.hi])
-    return tally
-
-
-# ------------------------------------------------------- the two-way diff (steps 1-2)
-
-_SMALL_GAP = 4096  # lines of one side times the other's, after setting aside, up to which a gap is diffed whole
-_WINDOW = 8  # lines of each side the first window on a huge gap takes
-_PROBE = 2  # equal lines after a line replaced, added or removed that make it so without anchors
-
-
-def _run(a: Sequence, b: Sequence, i: int, j: int, limit: int) -> int:
-    """How many elements a[i:] and b[j:] share at their start, at most `limit`;
-    measured in slices of doubling length, so at C speed."""
-    size, step = 0, 4
-    while step and size < limit:
-        stop = size + step if size + step < limit else limit
-        if a[i + size:i + stop] == b[j + size:j + stop]:
-            size, step = stop, step * 2
-        else:
-            step //= 2
+            x, y = a[i - stop:i - size][::-1], b[j - stop:j - size][::-1]
+        if x != y:
+            return size + next(compress(count(), map(ne, x, y)))
+        size, step = stop, step * 2
     return size
 
 
-def _anchored(a: Sequence, b: Sequence, i: int, i_end: int, j: int, j_end: int, blocks: list) -> None:
-    """Add the blocks of a[i:i_end] against b[j:j_end]: equal runs and lone changes
-    as they come, and where neither is found, a walk from anchor to anchor.
+def _anchored_runs(a: Sequence, b: Sequence, a_lo: int, a_hi: int, b_lo: int,
+                   b_hi: int) -> List[Tuple[int, int, int]]:
+    """The anchors of a[a_lo:a_hi] against b[b_lo:b_hi] (the chain of `_unique_chain`),
+    each with the equal lines after it, as runs (i, j, size); an anchor a run passes
+    lies on it (it is the only copy on each side), so it starts no run of its own.
 
-    An *anchor* is a line found once in each; the walk follows the longest chain
-    of anchors in the same order on both sides (patience diff).
-    """
-    chain_left: Optional[list] = None  # the chain still ahead, last anchor first; made on first need
-    while i < i_end and j < j_end:
-        size = _run(a, b, i, j, min(i_end - i, j_end - j))
-        if size:
-            blocks.append((i, j, size))
-            i, j = i + size, j + size
-            continue
-        lone = _lone(a, b, i, i_end, j, j_end)
-        if lone:
-            i, j = i + lone[0], j + lone[1]
-            continue
-        if chain_left is None:
-            count_a, count_b = Counter(a[i:i_end]), Counter(b[j:j_end])
-            # Where the lines both hold come in the same order (each edit a
-            # replacement by new lines), that is the one longest common
-            # subsequence: a rewrite needs no anchors.  (Without a line once in
-            # each there are none, and _gap tries this itself.)
-            found = _paired(a, b, i, i_end, j, j_end, 0, count_a, count_b) \
-                if 1 in count_a.values() and 1 in count_b.values() else None
-            if found is not None:
-                blocks += found
-                return
-            anchors = {line for line, n in count_a.items() if n == 1 and count_b.get(line) == 1}
-            if not anchors:  # the rest is one gap
-                _gap(a, b, i, i_end, j, j_end, blocks, count_a, count_b)
-                return
-            chain_left = _patience(a, b, i, i_end, j, j_end, anchors)
-        while chain_left and (chain_left[-1][0] < i or chain_left[-1][1] < j):
-            chain_left.pop()
-        anchor = chain_left[-1] if chain_left else (i_end, j_end)
-        _gap(a, b, i, anchor[0], j, anchor[1], blocks)
-        i, j = anchor
+    Where no line moved, the chain is every line once in each, and a walk from each
+    run's end to the next such line finds the same runs without looking at the lines
+    the runs hold; the walk stops for `_unique_chain` at the first line that moved."""
+    count_a, count_b = Counter(a[a_lo:a_hi]), Counter(b[b_lo:b_hi])
+    runs: List[Tuple[int, int, int]] = []
+    i, j = a_lo, b_lo
+    while i < a_hi:
+        k = next((k for k in range(i, a_hi) if count_a[a[k]] == 1 and count_b.get(a[k]) == 1), a_hi)
+        # Its pair in b is not before j: a line once in b before j is on a run already
+        # walked, or in a stretch between runs, checked below when it was passed.
+        j_next = b.index(a[k], j, b_hi) if k < a_hi else b_hi
+        if any(count_b[line] == 1 and count_a.get(line) == 1 for line in b[j:j_next]):
+            # A pair further on in a comes first in b: a line moved.
+            return _runs_along(a, b, a_hi, b_hi, _unique_chain(a, b, a_lo, a_hi, b_lo, b_hi))
+        if k == a_hi:
+            break
+        runs.append((k, j_next, _same(a, b, k, j_next, min(a_hi - k, b_hi - j_next), 1)))
+        i, j = k + runs[-1][2], j_next + runs[-1][2]
+    return runs
 
 
-def _lone(a: Sequence, b: Sequence, i: int, i_end: int, j: int, j_end: int) -> Optional[Tuple[int, int]]:
-    """(1, 1), (0, 1) or (1, 0) where a line replaced, added or removed at (i, j) is
-    followed by _PROBE equal lines (or by both ends), and neither line is near on the
-    other side: a change that needs no anchor."""
-    if a[i] not in b[j:j + _PROBE + 1] and b[j] not in a[i:i + _PROBE + 1]:
-        for skip_a, skip_b in ((1, 1), (0, 1), (1, 0)):
-            x, y = i + skip_a, j + skip_b
-            size = min(_PROBE, i_end - x, j_end - y)
-            if (size > 0 or x == i_end and y == j_end) and a[x:x + size] == b[y:y + size]:
-                return skip_a, skip_b
-    return None
+def _runs_along(a: Sequence, b: Sequence, a_hi: int, b_hi: int, anchors: List[Tuple[int, int]]) -> List[Tuple[int, int, int]]:
+    """The runs that start at `anchors` no earlier run passes."""
+    runs: List[Tuple[int, int, int]] = []
+    k = 0
+    while k < len(anchors):
+        i, j = anchors[k]
+        runs.append((i, j, _same(a, b, i, j, min(a_hi - i, b_hi - j), 1)))
+        k = bisect.bisect_left(anchors, (i + runs[-1][2], -1), k)
+    return runs
 
 
-def _patience(a: Sequence, b: Sequence, i: int, i_end: int, j: int, j_end: int, anchors: set) -> list:
-    """The longest chain of `anchors` in a[i:i_end] that ascends in b[j:j_end] too, last first."""
-    at_b = {line: k for k, line in enumerate(b[j:j_end], j) if line in anchors}
-    pairs = [(k, at_b[line]) for k, line in enumerate(a[i:i_end], i) if line in at_b]
-    # tops[t]: the least b position ending a chain of t+1 anchors, ends[t] the pair
-    # that ends it; back[p]: the pair before pair p in its chain.
+def _unique_chain(a: Sequence, b: Sequence, a_lo: int, a_hi: int, b_lo: int, b_hi: int) -> List[Tuple[int, int]]:
+    """The pairs (i, j) of lines found once in a[a_lo:a_hi] and once in b[b_lo:b_hi],
+    the longest chain of them ascending in both (patience sorting), in order; for
+    `_anchored_runs`, where some of them do not ascend."""
+    # (The pairs are found at C speed: map, compress and zip instead of loops in Python.)
+    lines_a, lines_b = a[a_lo:a_hi], b[b_lo:b_hi]
+    count_a, count_b = Counter(lines_a), Counter(lines_b)
+    once = set(compress(count_a, map((1).__eq__, count_a.values())))
+    once.intersection_update(compress(count_b, map((1).__eq__, count_b.values())))
+    at_b = dict(zip(lines_b, range(b_lo, b_hi)))  # right for the lines once in b
+    in_a = list(map(once.__contains__, lines_a))
+    pairs = list(zip(compress(range(a_lo, a_hi), in_a), map(at_b.__getitem__, compress(lines_a, in_a))))
+    return _longest_ascending(pairs)
+
+
+def _longest_ascending(pairs: List[Tuple[int, int]]) -> List[Tuple[int, int]]:
+    """The longest run of `pairs` (ascending in their first number) whose second
+    numbers ascend too, by patience sorting."""
+    # tops[t]: the least j ending a chain of t+1 pairs, ends[t] the pair that ends it;
+    # back[p]: the pair before pair p in its chain.
     tops: List[int] = []
     ends: List[int] = []
     back: List[int] = []
-    for p, (_, j_p) in enumerate(pairs):
-        t = bisect.bisect_left(tops, j_p)
+    for p, (_, j) in enumerate(pairs):
+        t = bisect.bisect_left(tops, j)
         back.append(ends[t - 1] if t else -1)
         if t == len(tops):
-            tops.append(j_p)
+            tops.append(j)
             ends.append(p)
         else:
-            tops[t], ends[t] = j_p, p
-    found, p = [], ends[-1] if ends else -1
+            tops[t], ends[t] = j, p
+    longest, p = [], ends[-1]
     while p >= 0:
-        found.append(pairs[p])
+        longest.append(pairs[p])
         p = back[p]
-    return found
-
-
-def _gap(a: Sequence, b: Sequence, i: int, i_end: int, j: int, j_end: int, blocks: list,
-         in_a: Optional[Container] = None, in_b: Optional[Container] = None) -> None:
-    """Add the blocks of a gap between anchors: whole if it is small once the lines
-    found on one side only are set aside, else a window at a time, each window's
-    first block grown as far as the lines stay equal.  `in_a`, `in_b` as _paired's."""
-    found = _paired(a, b, i, i_end, j, j_end, _SMALL_GAP, in_a, in_b) if i_end - i > 1 or j_end - j > 1 else []
-    if found is not None:
-        blocks += found
-        return
-    while i < i_end and j < j_end:
-        width = _WINDOW
-        while not (found := _paired(a, b, i, min(i + width, i_end), j, min(j + width, j_end), None)) \
-                and (i + width < i_end or j + width < j_end):
-            width *= 2
-        if not found:
-            return
-        i, j, _ = found[0]
-        size = _run(a, b, i, j, min(i_end - i, j_end - j))
-        blocks.append((i, j, size))
-        i, j = i + size, j + size
-
-
-def _paired(a: Sequence, b: Sequence, i: int, i_end: int, j: int, j_end: int, most: Optional[int],
-            in_a: Optional[Container] = None, in_b: Optional[Container] = None) -> Optional[list]:
-    """The blocks of a[i:i_end] and b[j:j_end] with the lines found on one side only
-    set aside (they never pair; a rewritten paragraph leaves its blank lines): the
-    lines left if they are equal, else SequenceMatcher's; None if they differ and more
-    than `most` pairs of lines remain to compare.  `in_a`, `in_b`: each one's lines."""
-    in_a, in_b = set(a[i:i_end]) if in_a is None else in_a, set(b[j:j_end]) if in_b is None else in_b
-    kept_a = list(compress(range(i, i_end), map(in_b.__contains__, a[i:i_end])))
-    kept_b = list(compress(range(j, j_end), map(in_a.__contains__, b[j:j_end])))
-    if len(kept_a) != len(kept_b) or not all(map(eq, map(a.__getitem__, kept_a), map(b.__getitem__, kept_b))):
-        if most is not None and len(kept_a) * len(kept_b) > most:
-            return None
-        lines_a, lines_b = list(map(a.__getitem__, kept_a)), list(map(b.__getitem__, kept_b))
-        blocks = difflib.SequenceMatcher(None, lines_a, lines_b, autojunk=False).get_matching_blocks()
-        kept_a = list(chain.from_iterable(kept_a[x:x + size] for x, _, size in blocks))
-        kept_b = list(chain.from_iterable(kept_b[y:y + size] for _, y, size in blocks))
-    # kept_a[k] - k and kept_b[k] - k never fall, so their sum stays level exactly
-    # along a run of pairs that is a block.
-    level = list(map(add, map(sub, kept_a, range(len(kept_a))), map(sub, kept_b, range(len(kept_b)))))
-    starts = [0, *compress(range(1, len(level)), map(ne, level, level[1:]))] if level else []
-    sizes = map(sub, starts[1:] + [len(level)], starts)
-    return list(zip(map(kept_a.__getitem__, starts), map(kept_b.__getitem__, starts), sizes))
+    return longest[::-1]
 
 
 def _slide(a: Sequence, b: Sequence, hunks: List[Hunk]) -> List[Hunk]:
-    """Each pure insertion or deletion at its canonical place (step 2); hunks that come
-    to touch become one."""
+    """Each hunk that only inserts or only deletes, moved down while the line after it
+    equals its first (the same text either way), short of touching the next hunk."""
     out: List[Hunk] = []
     for k, (a_lo, a_hi, b_lo, b_hi) in enumerate(hunks):
         if a_lo == a_hi or b_lo == b_hi:
-            index = 2 if a_lo == a_hi else 0  # where the changed side's bounds sit in a hunk
-            seq, lo, hi = (b, b_lo, b_hi) if index else (a, a_lo, a_hi)
-            floor = out[-1][index + 1] if out else 0
-            ceiling = hunks[k + 1][index] if k + 1 < len(hunks) else len(seq)
-            up = 0
-            while lo - up > floor and seq[lo - up - 1] == seq[hi - up - 1]:
-                up += 1
-            if not (out and lo - up == floor):
-                up = 0
-                while hi - up < ceiling and seq[hi - up] == seq[lo - up]:
-                    up -= 1
-            a_lo, a_hi, b_lo, b_hi = a_lo - up, a_hi - up, b_lo - up, b_hi - up
-        if out and out[-1][1] == a_lo and out[-1][3] == b_lo:
-            a_lo, b_lo = out.pop()[0::2]
+            at = 2 if a_lo == a_hi else 0  # where the changed text's bounds sit in a hunk
+            seq, lo, hi = (b, b_lo, b_hi) if at else (a, a_lo, a_hi)
+            end = hunks[k + 1][at] - 1 if k + 1 < len(hunks) else len(seq)
+            down = 0
+            while hi + down < end and seq[hi + down] == seq[lo + down]:
+                down += 1
+            a_lo, a_hi, b_lo, b_hi = a_lo + down, a_hi + down, b_lo + down, b_hi + down
         out.append((a_lo, a_hi, b_lo, b_hi))
     return out
+
+
+# ------------------------------------------------------------------- the merge
+
+OURS, THEIRS = 0, 1  # a change's side
+
+
+class _Change(NamedTuple):  # one side's hunk: base[lo:hi] became `lines`; base[top:bottom] is its reach
+    top: int
+    bottom: int
+    lo: int
+    hi: int
+    side: int
+    lines: List[str]
+
+
+def _merge(base: List[str], ours: List[str], theirs: List[str], markers: tuple,
+           with_base: bool) -> Tuple[List[str], bool]:
+    """The merged lines and whether any conflicted."""
+    in_base = Counter(base)
+    changes = sorted(_changes(base, ours, OURS, in_base) + _changes(base, theirs, THEIRS, in_base))
+    counts: List[Counter] = []  # ours' and theirs' lines, counted on first need
+
+    def firm(i: int) -> bool:  # rule step 4
+        if not 0 <= i < len(base):
+            return True
+        line = base[i]
+        if line.isspace() or in_base[line] != 1:
+            return False
+        if not counts:
+            counts.extend(map(Counter, (ours, theirs)))
+        return counts[0][line] <= 1 and counts[1][line] <= 1
+
+    resolved = []  # (lo, hi, ours' lines, theirs' lines, what it writes if clean) of each group
+    for lo, hi, members in _groups(changes, firm, len(base)):
+        mine, yours = _apply(base, lo, hi, members, OURS), _apply(base, lo, hi, members, THEIRS)
+        resolved.append((lo, hi, mine, yours, _taken(base[lo:hi], mine, yours)))
+    doubled = _doubled(base, changes, resolved)
+    out: List[str] = []
+    pos, had_conflict, block = 0, False, None  # block: the conflict being written, as [lo, mine, yours]
+    # (An empty group at the end writes out the last block.)
+    for k, (lo, hi, mine, yours, taken) in enumerate(resolved + [(len(base), len(base), [], [], [])]):
+        if block and (taken is not None and k not in doubled or lo > pos):
+            out += _block(base[block[0]:pos], *block[1:], markers, with_base)
+            block = None
+        out += base[pos:lo]
+        pos = hi
+        if taken is not None and k not in doubled:
+            out += taken
+        elif block:  # no base line between two conflicts: one block (rule step 8)
+            block[1] += mine
+            block[2] += yours
+        else:
+            had_conflict = True
+            block = [lo, mine, yours]
+    return out, had_conflict
+
+
+def _changes(base: List[str], lines: List[str], side: int, in_base: Counter) -> List[_Change]:
+    """A side's hunks against base, each with its reach (rule steps 1 and 2)."""
+    hunks = get_hunks(base, lines)
+    changes = []
+    for k, (lo, hi, side_lo, side_hi) in enumerate(hunks):
+        own = set(base[lo:hi]).union(lines[side_lo:side_hi])
+        floor = hunks[k - 1][1] if k else 0
+        ceiling = hunks[k + 1][0] if k + 1 < len(hunks) else len(base)
+        top, bottom = lo, hi
+        while top > floor and base[top - 1] in own:
+            top -= 1
+        while bottom < ceiling and base[bottom] in own:
+            bottom += 1
+        changes.append(_Change(top, bottom, lo, hi, side, lines[side_lo:side_hi]))
+    return _copies(base, changes, in_base)
+
+
+def _copies(base: List[str], changes: List[_Change], in_base: Counter) -> List[_Change]:
+    """The side's changes, the reach of each that removes a repeated line grown over
+    its copies (rule step 2)."""
+    doubtful = {}  # change index: the repeated lines it removes
+    for k, c in enumerate(changes):
+        lines = {line for line in set(base[c.lo:c.hi]) if in_base[line] > 1 and not line.isspace()}
+        if lines and not _in_place(base[c.lo:c.hi], c.lines):
+            doubtful[k] = lines
+    if not doubtful:
+        return changes
+    kept = _kept(base, changes, in_base)
+    where = _places(base, set().union(*doubtful.values()))
+    for k, lines in doubtful.items():
+        c = changes[k]
+        at = bisect.bisect_left(kept, c.lo)
+        room_lo, room_hi = kept[at - 1] if at else -1, kept[at] if at < len(kept) else len(base)
+        spots = [i for line in lines for i in where[line] if room_lo < i < room_hi]
+        changes[k] = c._replace(top=min(c.top, *spots), bottom=max(c.bottom, max(spots) + 1))
+    return changes
+
+
+def _kept(base: List[str], changes: List[_Change], in_base: Counter) -> List[int]:
+    """Where the lines once in base are that the side keeps (no change of it touches), ascending."""
+    once = list(map((1).__eq__, map(in_base.__getitem__, base)))  # (at C speed)
+    for c in changes:
+        once[c.lo:c.hi] = [False] * (c.hi - c.lo)
+    return list(compress(range(len(base)), once))
+
+
+def _places(base: List[str], lines: set) -> dict:
+    """{line: where base holds it, ascending} for each of `lines`."""
+    where: dict = {line: [] for line in lines}
+    for i in compress(range(len(base)), map(lines.__contains__, base)):
+        where[base[i]].append(i)
+    return where
+
+
+def _in_place(old: List[str], new: List[str]) -> bool:
+    """Whether each line became one like it, as a ticked box does: difflib's ratio of the
+    two at least 0.6 (get_close_matches' cutoff)."""
+    return len(old) == len(new) and all(
+        x == y or difflib.SequenceMatcher(None, x, y, autojunk=False).ratio() >= 0.6
+        for x, y in set(zip(old, new)))  # (each pair of lines once: a checklist holds few)
+
+
+def _groups(changes: List[_Change], firm: Callable[[int], bool], n: int) -> List[Tuple[int, int, List[_Change]]]:
+    """The changes, in order, gathered into groups of those that meet (rule step 6):
+    each group as (lo, hi, members), base[lo:hi] the lines its members span."""
+    groups: List[list] = []
+    for c in changes:
+        if groups and _meets(groups[-1], c, firm, n):
+            groups[-1][1] = max(groups[-1][1], c.bottom)
+            groups[-1][2].append(c)
+        else:
+            groups.append([c.top, c.bottom, [c]])
+    return [tuple(group) for group in groups]
+
+
+def _meets(group: list, c: _Change, firm: Callable[[int], bool], n: int) -> bool:
+    """Whether change `c`, whose reach starts at or after `group`'s, meets one of its
+    members (rule steps 3-5)."""
+    _, hi, members = group
+    if c.top != hi:
+        return c.top < hi  # shares a line with a member's reach, or inserts strictly inside it
+    ending = [m for m in members if m.bottom == hi]
+    if any(m.side == c.side for m in ending):
+        return True  # a side's own changes whose reaches touch stay in one group
+    y = ending[0]
+    if c.lo == c.hi and y.lo == y.hi:
+        return True  # both insert at one place (an insertion could sit at either end of its reach)
+    # Each base line at the place must be firm, unless it is in the reach of an
+    # insertion beside it and not at its place: the line equals what it inserts, so
+    # the insertion gives the same text on either side of it.
+    before_ok = y.lo == y.hi != hi or firm(hi - 1)
+    after_ok = c.lo == c.hi != hi or firm(hi)
+    if not (before_ok and after_ok):
+        return True
+    insertion, change = (c, y) if c.lo == c.hi else (y, c)
+    return insertion.lo == insertion.hi and hi in (0, n) and len(change.lines) < change.hi - change.lo
+
+
+def _apply(base: List[str], lo: int, hi: int, members: List[_Change], side: int) -> List[str]:
+    """base[lo:hi] with the changes of `side` among `members` applied."""
+    out, pos = [], lo
+    for c in sorted(members, key=attrgetter("lo")):  # (reaches may come in another order)
+        if c.side == side:
+            out += base[pos:c.lo]
+            out += c.lines
+            pos = c.hi
+    out += base[pos:hi]
+    return out
+
+
+def _taken(old: List[str], mine: List[str], yours: List[str]) -> Optional[List[str]]:
+    """What a group writes if it is clean: the side that changed base's lines `old`, or
+    the lines both sides give; None if both changed them differently (rule step 6)."""
+    if mine == old or mine == yours:
+        return yours
+    return mine if yours == old else None
+
+
+def _doubled(base: List[str], changes: List[_Change], resolved: list) -> set:
+    """The clean groups (by index) that write a non-blank line the clean groups together
+    hold more often than ours and than theirs (rule step 7)."""
+    ours, theirs = (_gain(base, [(c.lo, c.hi, c.lines) for c in changes if c.side == side]) for side in (OURS, THEIRS))
+    merged = _gain(base, [(lo, hi, taken) for lo, hi, _, _, taken in resolved if taken is not None])
+    twice = {line for line, n in merged.items() if n > 0 and n > ours[line] and n > theirs[line] and line.strip()}
+    if not twice:
+        return set()
+    return {k for k, (*_, taken) in enumerate(resolved)
+            if taken is not None and not twice.isdisjoint(map(_unended, taken))}
+
+
+def _gain(base: List[str], edits: List[Tuple[int, int, List[str]]]) -> Counter:
+    """How many more times the edits (lo, hi, lines: base[lo:hi] became lines) hold each line."""
+    tally = Counter(map(_unended, chain.from_iterable(lines for _, _, lines in edits)))
+    tally.subtract(map(_unended, chain.from_iterable(base[lo:hi] for lo, hi, _ in edits)))
+    return tally
+
+
+_unended = methodcaller("rstrip", "\n")  # a line without its newline: a text's last line may lack it
+
+
+def _block(old: List[str], mine: List[str], yours: List[str], markers: tuple, with_base: bool) -> List[str]:
+    """A conflict between ours' lines `mine` and theirs' `yours` over base's `old`; with
+    style "merge" the lines both share stay outside the markers (rule step 8)."""
+    start, middle, separator, end = markers
+    if with_base or mine == yours:  # (equal sides conflict only by rule step 7: base shows why)
+        return [start, *mine, middle, *old, separator, *yours, end]
+    if not mine or not yours:  # nothing shared (what get_hunks would say, sooner)
+        return [start, *mine, separator, *yours, end]
+    out, m = [], 0
+    for m_lo, m_hi, y_lo, y_hi in get_hunks(mine, yours):
+        out += [*mine[m:m_lo], start, *mine[m_lo:m_hi], separator, *yours[y_lo:y_hi], end]
+        m = m_hi
+    return out + mine[m:]
 
 
 # ------------------------------------------------------------- command line
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    """`python -m diff3 OURS BASE THEIRS`: print the merge; exit 0 clean, 1 conflicts, 2 trouble."""
+    """`python -m diff3 OURS BASE THEIRS [-o FILE]`: the merge to stdout or FILE;
+    exit 0 clean, 1 conflicts, 2 trouble (one line on stderr)."""
     parser = argparse.ArgumentParser(prog="mark-diff3", description=(
-        "Three-way merge of text files, written to stdout with git-style conflict markers."))
+        "Three-way merge of text files with git-style conflict markers. As git's merge driver: "
+        'git config merge.mark.driver "mark-diff3 %%A %%O %%B -o %%A"'))
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     for name in ("ours", "base", "theirs"):
         parser.add_argument(name)
     parser.add_argument("--diff3", action="store_true", help="also show the base lines in conflicts")
     parser.add_argument("-L", dest="labels", action="append", default=[], metavar="LABEL",
                         help="label for ours, then base, then theirs (default: the file names)")
+    parser.add_argument("-o", "--output", metavar="FILE", help="write the merge to FILE instead of stdout")
+    parser.error = _bad_argument  # one line, not argparse's usage and message
     args = parser.parse_args(argv)
     paths = (args.ours, args.base, args.theirs)
     if len(args.labels) > 3:
         parser.error("-L may be given at most three times")
+    labels = tuple(args.labels) + paths[len(args.labels):]
+    if any("\n" in label or "\r" in label for label in labels):
+        parser.error("a label (by default a file name) must not contain a line break")
     texts = []
     for path in paths:
         try:
@@ -633,11 +542,23 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             why = f"not UTF-8 (byte {error.start})" if isinstance(error, UnicodeDecodeError) else error.strerror
             print(f"mark-diff3: {path}: {why}", file=sys.stderr)
             return 2
-    labels = tuple(args.labels) + paths[len(args.labels):]
     merged, had_conflict = diff3(texts[1], texts[0], texts[2], style="diff3" if args.diff3 else "merge", labels=labels)
-    sys.stdout.buffer.write(merged.encode("utf-8"))
-    sys.stdout.flush()
+    if args.output is None:
+        sys.stdout.buffer.write(merged.encode("utf-8"))
+        sys.stdout.flush()
+    else:
+        try:
+            with open(args.output, "wb") as file:
+                file.write(merged.encode("utf-8"))
+        except OSError as error:
+            print(f"mark-diff3: {args.output}: {error.strerror}", file=sys.stderr)
+            return 2
     return 1 if had_conflict else 0
+
+
+def _bad_argument(message: str) -> NoReturn:
+    print(f"mark-diff3: {message} (see --help)", file=sys.stderr)
+    sys.exit(2)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 import functools
 import gc
+import os
 import random
 import re
 from collections import Counter
@@ -55,25 +56,34 @@ CASES = [
      "a\rb\x0bc\x0cd\x1ce\x85f\u2028g\u2029h\n", "a\rb\x0bc\x0cd\x1ce\x85f\u2028g\u2029h\nnew\n", False),
     ("separators are not line breaks", "x\u2028y\n", "X\u2028y\n", "x\u2028Y\n",
      f"{START}X\u2028y\n{SEPARATOR}x\u2028Y\n{END}", True),
+    ("separator in a last line, both sides", "a\nb\u2028c", "A\nb\u2028c", "a\nb\u2028C", "A\nb\u2028C", False),
+    ("each side deletes the other's line", "a\nb", "b", "a\n", "", False),
     ("separator in a last line without newline", "a\nb\u2028c", "A\nb\u2028c", "a\nb\u2028c", "A\nb\u2028c", False),
     ("setext heading is not a conflict", "Title\n=======\n\ntext\n", "Title\n=======\n\ntext!\n",
      "Title!\n=======\n\ntext\n", "Title!\n=======\n\ntext!\n", False),
     ("marker-like lines are not a conflict", "<<<<<<< x\n>>>>>>> y\n", "<<<<<<< x\n>>>>>>> y\nz\n",
      "<<<<<<< X\n>>>>>>> y\n", "<<<<<<< X\n>>>>>>> y\nz\n", False),
+    # Found by fuzzing (issue 32): both remove one of two equal "a" lines, which
+    # could be either, and theirs inserts before the first: a conflict whichever
+    # side is ours (it once merged cleanly one way round only).
+    ("insertion beside a removal both made", "a\nb\na\nb\n", "a\nb\nb\n", "x\na\nb\nb\n",
+     f"{START}{SEPARATOR}x\n{END}a\nb\nb\n", True),
     ("moved line", "a\nb\nc\nd\ne\n", "d\na\nb\nc\ne\n", "a\nb\nc\nd\nE\n", "d\na\nb\nc\nE\n", False),
-    # Clean before issue 25, conflicts since: theirs' tick may be of either call box
-    # (the zone of a changed line covers the equal lines beside it), so whether the
-    # task lands before the ticked box is not certain.
+    # Clean before issue 25, conflicts since: theirs' tick may be of either call box,
+    # so whether the task lands before the ticked box is not certain.  (Since issue
+    # 32 no line is once in each of base and theirs, so theirs' two ticks are one
+    # change over the whole text, and the block is the whole text.)
     ("tick next to an insertion among equal boxes", "- [ ] todo\n- [ ] call\n- [ ] call\n",
      "- [ ] todo\n- [ ] call\n- [ ] task\n- [ ] call\n", "- [x] todo\n- [ ] call\n- [x] call\n",
-     f"- [x] todo\n- [ ] call\n{START}- [ ] task\n- [ ] call\n{SEPARATOR}- [x] call\n{END}", True),
+     f"{START}- [ ] todo\n- [ ] call\n- [ ] task\n- [ ] call\n{SEPARATOR}- [x] todo\n- [ ] call\n- [x] call\n{END}",
+     True),
     # The new todo may sit before or after the ticked one, and the ticks of theirs
-    # beside it are in the same doubt: one block each, the lines both keep outside.
+    # beside it are in the same doubt: one block, the lines both keep at its end outside.
     ("new box among equal ticked boxes", "- [ ] call\n\n- [ ] todo\n\n- [ ] todo\n\n- [ ] call\n",
      "- [ ] call\n\n- [ ] todo\n\n- [ ] todo\n\n- [ ] todo\n\n- [ ] task\n\n- [ ] call\n",
      "- [x] call\n\n- [x] todo\n\n- [ ] todo\n\n- [ ] call\n",
-     f"{START}- [ ] call\n{SEPARATOR}- [x] call\n\n- [x] todo\n{END}\n- [ ] todo\n\n"
-     f"{START}- [ ] todo\n\n- [ ] todo\n\n- [ ] task\n\n{SEPARATOR}{END}- [ ] call\n", True),
+     f"{START}- [ ] call\n\n- [ ] todo\n\n- [ ] todo\n\n- [ ] todo\n\n- [ ] task\n{SEPARATOR}"
+     f"- [x] call\n\n- [x] todo\n\n- [ ] todo\n{END}\n- [ ] call\n", True),
 ]
 
 
@@ -95,29 +105,48 @@ REPRODUCTIONS = [
      "# Doc!\n\nintro\n\n## Y\n\n## Z\n", "# Doc!\n\nintro\n\n## Y\n\n## Z\n", False),
     ("same point, one edits on", "## A\n\na\n\n## C\n\nc\n", "## A\n\na\n\n## B\n\nb - S\n\n## C\n\nc\n",
      "## A!\n\na\n\n## B\n\nb\n\n## C\n\nc\n", f"## A!\n\na\n\n## B\n\n{START}b - S\n{SEPARATOR}b\n{END}\n## C\n\nc\n", True),
-    # Clean before issue 25, a conflict since: difflib pairs the one ticked box with
-    # another, and each tick is then a block of its own.
+    # Clean before issue 25, a conflict since: which ticked box is base's is not
+    # known.  (Since issue 32 one block: no line is once in each text.)
     ("edit on the right one of equal lines",
      "- [ ] todo\n\n- [ ] todo\n\n- [x] todo\n\n- [ ] todo\n", "- [x] todo\n\n- [x] todo\n\n- [x] todo\n\n- [x] todo\n",
      "- [ ] todo\n\n- [ ] todo\n\n- [ ] todo\n\n- [ ] todo\n",
-     "".join(f"{START}- [x] todo\n{SEPARATOR}- [ ] todo\n{END}" + ("\n" if k < 3 else "") for k in range(4)), True),
+     f"{START}- [x] todo\n\n- [x] todo\n\n- [x] todo\n\n- [x] todo\n{SEPARATOR}"
+     f"- [ ] todo\n\n- [ ] todo\n\n- [ ] todo\n\n- [ ] todo\n{END}", True),
     ("touching across a blank line", "## A\n\n- old\n\n## B\n", "## A\n\n## New\n\ntext\n\n## B\n",
      "## A\n\n- old\n- added\n\n## B\n", f"## A\n\n{START}## New\n\ntext\n{SEPARATOR}- old\n- added\n{END}\n## B\n", True),
     ("emptied vs appended", "a\nb\n", "", "a\nb\nc\n", f"{START}{SEPARATOR}a\nb\nc\n{END}", True),
-    # Issue 25: each merged clean with a line twice; the safety net makes each one conflict block.
+    # Issue 25: each merged clean with a line twice; rule step 6 makes them conflict.
+    # The changes meet no base line apart, so they are one block, and the lines both
+    # sides of it share stay outside its markers (step 7): taking either side holds
+    # each line once.
     ("replaced beside the same insertion", "x\n5\ny\n", "x\nA\nD\ny\n", "x\nA\n5\ny\n",
-     f"x\n{START}A\nD\n{SEPARATOR}A\n5\n{END}y\n", True),
+     f"x\nA\n{START}D\n{SEPARATOR}5\n{END}y\n", True),
     ("the same import added by both", "import os\nx = 1\n", "import os\nimport sys\nx = 2\n",
-     "import os\nimport sys\nx = 1\n", f"import os\n{START}import sys\nx = 2\n{SEPARATOR}import sys\nx = 1\n{END}",
+     "import os\nimport sys\nx = 1\n", f"import os\nimport sys\n{START}x = 2\n{SEPARATOR}x = 1\n{END}",
      True),
     ("git's zdiff3 interesting", "".join(f"{c}\n" for c in "123456789"), "".join(f"{c}\n" for c in "1234ABCDEFGHIJ789"),
      "".join(f"{c}\n" for c in "1234ABC56GHIJ789"),
-     "1\n2\n3\n4\n" + START + "".join(f"{c}\n" for c in "ABCDEFGHIJ") + SEPARATOR
-     + "".join(f"{c}\n" for c in "ABC56GHIJ") + END + "7\n8\n9\n", True),
-    # Clean with "- one" twice until the safety net knew a line both sides moved, each elsewhere.
+     "1\n2\n3\n4\nA\nB\nC\n" + START + "D\nE\nF\n" + SEPARATOR + "5\n6\n" + END + "G\nH\nI\nJ\n7\n8\n9\n", True),
+    # Clean with "- one" twice until the safety net knew a line both sides moved, each
+    # elsewhere.  Since issue 32 each place is a block of its own (a base line apart).
     ("one list item moved to two places", "# T\n\n- one\n- two\n- three\n- four\n",
      "# T\n\n- two\n- three\n- one\n- four\n", "# T\n\n- two\n- one\n- three\n- four\n",
-     f"# T\n\n- two\n{START}- three\n- one\n{SEPARATOR}- one\n- three\n{END}- four\n", True),
+     f"# T\n\n- two\n{START}{SEPARATOR}- one\n{END}- three\n{START}- one\n{SEPARATOR}{END}- four\n", True),
+    # Issue 32, seen in a real merge of a book list: each side made a new section
+    # holding the same entry.  Clean before, with the entry twice.
+    ("the same entry in two new sections", "# Books\n\n## Fiction\n\n- Dune\n\n## Poetry\n\n- Odes\n",
+     "# Books\n\n## Classics\n\n- Iliad\n\n## Fiction\n\n- Dune\n\n## Poetry\n\n- Odes\n",
+     "# Books\n\n## Fiction\n\n- Dune\n\n## Poetry\n\n- Odes\n\n## Epics\n\n- Iliad\n",
+     f"# Books\n\n{START}## Classics\n\n- Iliad\n\n{SEPARATOR}{END}## Fiction\n\n- Dune\n\n## Poetry\n\n- Odes\n"
+     f"{START}{SEPARATOR}\n## Epics\n\n- Iliad\n{END}", True),
+    # Issue 32: among equal boxes ours ticks one and unticks another, and theirs
+    # unticks the same one.  Clean before, without ours' tick.
+    ("a tick that moved between equal boxes", "- [ ] todo\n- [x] todo\n- [ ] todo\n",
+     "- [x] todo\n- [ ] todo\n- [ ] todo\n", "- [ ] todo\n- [ ] todo\n- [ ] todo\n",
+     f"{START}- [x] todo\n{SEPARATOR}- [ ] todo\n{END}- [ ] todo\n- [ ] todo\n", True),
+    ("a tick that moved between equal spaced boxes", "- [x] a\n\n- [ ] a\n\n- [ ] a\n",
+     "- [ ] a\n\n- [ ] a\n\n- [x] a\n", "- [ ] a\n\n- [ ] a\n\n- [ ] a\n",
+     f"- [ ] a\n\n- [ ] a\n\n{START}- [x] a\n{SEPARATOR}- [ ] a\n{END}", True),
 ]
 
 
@@ -263,19 +292,21 @@ def test_bad_options_name_argument(kwargs, error, word):
         diff3("a\n", "b\n", "c\n", **kwargs)
 
 
-def test_gap_of_few_distinct_lines_merges_finely():
-    # No line is unique, so SequenceMatcher windows must place every tick.  (Theirs ticks
-    # with words of its own: three equal new lines where ours holds two and theirs
-    # one could as well be a change merged twice, and the safety net says conflict.)
+def test_ticks_where_no_line_is_once_in_each_text_conflict():
+    # Clean before issue 32, a conflict since: no line is once in each text, so the
+    # patience diff reads ours' two ticks as one change from the first to the last
+    # (which of equal boxes became which is not known), and theirs' tick is inside it.
     base = ["- [ ] todo", "- [ ] todo", ""] * 400
     ours, theirs = list(base), list(base)
     ours[30] = ours[900] = "- [x] todo"
     theirs[450] = "- [x] todo, theirs"
-    expected = list(base)
-    expected[30] = expected[900] = "- [x] todo"
-    expected[450] = "- [x] todo, theirs"
-    join = "\n".join
-    assert diff3(join(base) + "\n", join(ours) + "\n", join(theirs) + "\n") == (join(expected) + "\n", False)
+    assert get_hunks(base, ours) == [(30, 901, 30, 901)]
+
+    def join(lines):
+        return "".join(line + "\n" for line in lines)
+
+    assert diff3(join(base), join(ours), join(theirs)) == (
+        join(base[:30]) + START + join(ours[30:901]) + SEPARATOR + join(theirs[30:901]) + END + join(base[901:]), True)
 
 
 def test_random_reticks_conflict_and_lose_nothing():
@@ -382,22 +413,21 @@ def test_rewrite_is_diffed_minimally(extra_blank):
     assert kept(base, hunks) == lcs_length(base, side)
 
 
-def test_huge_gap_of_few_distinct_lines_is_diffed_finely():
-    # No anchor in 30,000 lines: the gap is walked a window at a time, and a
-    # replaced box, an added one and a removed one each stay a hunk of one line.
+def test_a_stretch_with_no_line_once_in_each_is_one_change():
+    # Since issue 32 (SequenceMatcher windows placed each box before): a replaced box,
+    # an added one and a removed one in 30,000 lines with no line once in each text
+    # are one change, between the equal ends.
     a = ["- [ ] todo", "", "- [ ] todo", "- [ ] todo", ""] * 6000
     b = list(a)
     b[7000] = "- [x] todo"
     b.insert(20000, "- [ ] todo")
     del b[25000]
-    hunks = get_hunks(a, b)
-    assert apply_hunks(a, b, hunks) == b
-    assert [(h[1] - h[0], h[3] - h[2]) for h in hunks] == [(1, 1), (0, 1), (1, 0)]
+    assert get_hunks(a, b) == [(7000, 25000, 7000, 25000)]
 
 
 @pytest.mark.parametrize("collecting", [True, False])
 def test_the_cyclic_collector_is_left_as_it_was(collecting):
-    # diff3 pauses it while it merges, and must not leave a caller's program without it.
+    # A library must not change its host's global state (diff3 paused it until issue 32).
     before = gc.isenabled()
     (gc.enable if collecting else gc.disable)()
     try:
@@ -628,6 +658,70 @@ def test_cli_trouble(files, capsysbinary, broken, message):
     captured = capsysbinary.readouterr()
     assert captured.out == b""
     assert message in captured.err.decode() and captured.err.decode().count("\n") == 1
+
+
+def test_cli_label_with_a_line_break_is_a_bad_argument(files, capsysbinary):
+    p = files(ours="X\n", base="a\n", theirs="Y\n")
+    with pytest.raises(SystemExit) as exit_info:
+        main([p["ours"], p["base"], p["theirs"], "-L", "a\nb", "-L", "b", "-L", "c"])
+    assert exit_info.value.code == 2
+    captured = capsysbinary.readouterr()
+    assert captured.out == b"" and b"line break" in captured.err and captured.err.count(b"\n") == 1
+
+
+def test_cli_bad_option_is_one_line(files, capsysbinary):
+    p = files(ours="X\n", base="a\n", theirs="Y\n")
+    with pytest.raises(SystemExit) as exit_info:
+        main([p["ours"], p["base"], p["theirs"], "--no-such-option"])
+    assert exit_info.value.code == 2
+    captured = capsysbinary.readouterr()
+    assert captured.out == b"" and b"--no-such-option" in captured.err and captured.err.count(b"\n") == 1
+
+
+def test_cli_output_file(files, tmp_path, capsysbinary):
+    p = files(ours="A\nb\nc\n", base="a\nb\nc\n", theirs="a\nb\nC\n")
+    assert main([p["ours"], p["base"], p["theirs"], "-o", p["ours"]]) == 0
+    assert (tmp_path / "ours").read_bytes() == b"A\nb\nC\n"
+    assert main([p["ours"], p["base"], p["theirs"], "--output", str(tmp_path / "none" / "out")]) == 2
+    captured = capsysbinary.readouterr()
+    assert captured.out == b"" and captured.err.decode().count("\n") == 1 and "No such file" in captured.err.decode()
+
+
+def test_git_merge_driver(tmp_path):
+    # A real `git merge` of two branches through the driver, as the README sets it up.
+    script = diff3_module.__file__
+    env = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
+
+    def git(*args):
+        return subprocess.run(["git", "-C", str(tmp_path), *args], capture_output=True, text=True, env=env)
+
+    git("init", "-q", "-b", "main")
+    for key, value in (("user.name", "t"), ("user.email", "t@example.com"),
+                       ("merge.mark.driver", f"{sys.executable} {script} %A %O %B -o %A")):
+        git("config", key, value)
+    (tmp_path / ".gitattributes").write_text("*.md merge=mark\n")
+    (tmp_path / "near.md").write_text("one\ntwo\nthree\nfour\n")
+    (tmp_path / "same.md").write_text("one\ntwo\nthree\n")
+    git("add", ".")
+    git("commit", "-q", "-m", "base")
+    git("checkout", "-q", "-b", "other")
+    (tmp_path / "near.md").write_text("one\ntwo\nTHREE, theirs\nfour\n")
+    (tmp_path / "same.md").write_text("one\ntwo, theirs\nthree\n")
+    git("commit", "-q", "-am", "theirs")
+    git("checkout", "-q", "main")
+    (tmp_path / "near.md").write_text("one\nTWO, ours\nthree\nfour\n")
+    (tmp_path / "same.md").write_text("one\ntwo, ours\nthree\n")
+    git("commit", "-q", "-am", "ours")
+    merge = git("merge", "--no-edit", "other")
+    assert merge.returncode == 1 and "CONFLICT (content): Merge conflict in same.md" in merge.stdout
+    assert "Merge conflict in near.md" not in merge.stdout
+    assert (tmp_path / "near.md").read_text() == "one\nTWO, ours\nTHREE, theirs\nfour\n"
+    for name, text in (("o", "one\nTWO, ours\nthree\nfour\n"), ("b", "one\ntwo\nthree\nfour\n"),
+                       ("t", "one\ntwo\nTHREE, theirs\nfour\n")):
+        (tmp_path / name).write_text(text)
+    assert git("merge-file", "-p", "o", "b", "t").returncode == 1  # git's own merge conflicts there
+    assert (tmp_path / "same.md").read_text().startswith("one\n<<<<<<< ")
+    assert "two, ours\n=======\ntwo, theirs\n>>>>>>> " in (tmp_path / "same.md").read_text()
 
 
 def test_python_dash_m(files):
