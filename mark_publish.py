@@ -60,7 +60,9 @@ mode answers a write refused in conflict with L, with `repaired: L` (and
 the undo, which holds L's body, as the current version).  Otherwise
 (someone built on V, so the undo is or would be refused, or no PUBLISH is
 left) it raises `MarkError("overwritten")` with
-`metadata["lost-version"] = str(L)` and publishes nothing more.  A version
+`metadata["lost-version"] = str(L)` and publishes nothing more (or, when
+the undo itself was stored over yet another writer's version, names that
+one: L is back, and it is not).  A version
 counts as the call's by its body: one that another writer published with
 the very same body would count too.
 
@@ -151,8 +153,9 @@ def mark_publish(
     """PUBLISH `body`, edited from `expected_version`; on a lost race, as `on_conflict` says.
 
     "fail" returns the conflict; "merge" merges and publishes the merge;
-    "candidate" merges and publishes nothing, for the caller to read the
-    merge first.  At most 1 + `max_retries` PUBLISHes, repairs included.
+    "candidate" merges and publishes no merge, for the caller to read it
+    first.  In every mode a stale write of the call's own is put back
+    first, which may publish (an undo; see the module docstring).  At most 1 + `max_retries` PUBLISHes, repairs included.
     Raises `MarkError` for any Mark error status, for transport failures,
     and ("overwritten") for another writer's version it could not restore.
     """
@@ -177,7 +180,8 @@ def after_conflict(
     """What `mark_publish` does once its PUBLISH of `body` at `expected_version` answered
     `conflict`, as the module docstring says, with at most `max_retries` more PUBLISHes."""
     _check_publish(path, body, expected_version, max_retries, on_conflict)
-    current, sent, budget = conflict.number("server-version"), _Sent(body, expected_version), _Budget(max_retries)
+    current, sent = conflict.number("server-version"), _Sent(body, expected_version)
+    budget = _Budget(max_retries, client.timeout)
     if on_conflict == "merge":
         return _merge(client, path, body, expected_version, current, sent, budget, metadata)
     repaired = None
@@ -209,7 +213,7 @@ def merge_and_publish(
     _check_publish(path, body, expected_version, max_retries)
     current = _current_version(client, path)
     return _merge(client, path, body, expected_version, current, _Sent(body, expected_version),
-                  _Budget(max_retries), metadata)
+                  _Budget(max_retries, client.timeout), metadata)
 
 
 def merge_candidate(client: MarkClient, path: str, body: str, expected_version: int) -> PublishResult:
@@ -247,7 +251,7 @@ def publish_edit(
     check_path(path)
     check_int("version", version, minimum=0)
     check_int("max_retries", max_retries, minimum=1)
-    outcome = _publish_loop(client, path, edit, version, None, _Budget(1 + max_retries), metadata)
+    outcome = _publish_loop(client, path, edit, version, None, _Budget(1 + max_retries, client.timeout), metadata)
     return _answer(outcome, False, version, version, max_retries)
 
 
@@ -299,11 +303,12 @@ class _Outcome(NamedTuple):
 
 
 class _Budget:
-    """The PUBLISHes a call has left.  Every PUBLISH of the call, repairs included, goes
-    through `publish`, so that no path can send more than the call was given."""
+    """The PUBLISHes a call has left, and until when it may pause between them.  Every PUBLISH
+    of the call, repairs included, goes through `publish`, so that no path can send more than
+    the call was given."""
 
-    def __init__(self, left: int):
-        self.left, self.spent = left, 0
+    def __init__(self, left: int, seconds: float):
+        self.left, self.spent, self.until = left, 0, time.monotonic() + seconds
 
     def publish(self, client: MarkClient, path: str, body: str, against: int,
                 metadata: Optional[Dict[str, str]]) -> MarkResponse:
@@ -350,7 +355,6 @@ def _publish_loop(client: MarkClient, path: str, edit: Callable[[str], Tuple[str
     `sent.against + 1` it landed; later, it went over another writer's
     version, which `_repair` puts back.
     """
-    deadline = time.monotonic() + client.timeout  # for the pauses between rounds
     while True:
         theirs = _body(client, path, current)
         if _is_ours(client, path, sent, current):
@@ -368,7 +372,7 @@ def _publish_loop(client: MarkClient, path: str, edit: Callable[[str], Tuple[str
             return _Outcome("ok", version, text, current)
         sent, current = _Sent(text, current), response.number("server-version")
         if budget.left and _body(client, path, current) != sent.text:  # others keep publishing
-            current = _step_aside(client, path, current, budget, deadline)
+            current = _step_aside(client, path, current, budget)
 
 
 def _repair(client: MarkClient, path: str, edit: Callable[[str], Tuple[str, bool]], sent: _Sent, stale: int,
@@ -406,12 +410,12 @@ def _is_ours(client: MarkClient, path: str, sent: Optional[_Sent], version: int)
     return response.status == "ok" and response.body == sent.text
 
 
-def _step_aside(client: MarkClient, path: str, current: int, budget: _Budget, deadline: float) -> int:
+def _step_aside(client: MarkClient, path: str, current: int, budget: _Budget) -> int:
     """Wait a random, growing while (RETRY_PAUSE, doubling with each PUBLISH spent) after a lost race,
     so that writers who lost together do not race again together, and read the newest version's
-    number; `current` if the deadline is near."""
+    number; `current` if the budget's time is near its end."""
     pause = random.uniform(0, RETRY_PAUSE * 2 ** (budget.spent - 1))
-    if time.monotonic() + pause >= deadline:
+    if time.monotonic() + pause >= budget.until:
         return current
     time.sleep(pause)
     return _current_version(client, path)
