@@ -178,8 +178,9 @@ def _matches(a: Sequence, b: Sequence) -> List[Tuple[int, int, int]]:
         found += [(a_lo, b_lo, head), (a_hi - tail, b_hi - tail, tail)]
         a_lo, a_hi, b_lo, b_hi = a_lo + head, a_hi - tail, b_lo + head, b_hi - tail
         if a_lo == a_hi or b_lo == b_hi or a_hi - a_lo == b_hi - b_lo == 1:
-            continue  # all inserted or all deleted, or one line replaced: no line to pair
-        runs = _anchored_runs(a, b, a_lo, a_hi, b_lo, b_hi)
+            runs = []  # all inserted or all deleted, or one line replaced: no line to pair
+        else:
+            runs = _anchored_runs(a, b, a_lo, a_hi, b_lo, b_hi)
         for i, j, size in runs:  # each starts after a difference: a stretch to diff before it
             if i > a_lo and j > b_lo:  # (one that only inserts or only deletes holds no match)
                 stretches.append((a_lo, i, b_lo, j))
