@@ -390,8 +390,10 @@ def _repair(client: MarkClient, path: str, edit: Callable[[str], Tuple[str, bool
     back = _publish_loop(client, path, put_back, stale, None, budget, metadata)
     if back.kind == "ok":
         return back._replace(repaired=lost)
-    if back.kind == "contention" or back.version != stale:  # out of PUBLISHes, or someone built on ours
-        raise _overwritten(path, lost)
+    if back.kind == "contention":
+        raise _overwritten(path, lost, "no PUBLISH was left to put it back")
+    if back.version != stale:
+        raise _overwritten(path, lost, "it meets a version built on ours since")
     undone = _undo(client, path, lost, stale, budget, metadata)
     return _publish_loop(client, path, edit, undone, None, budget, metadata)._replace(repaired=lost)
 
@@ -426,7 +428,7 @@ def _undo(client: MarkClient, path: str, lost: int, stale: int, budget: _Budget,
     """Publish version `lost`'s body again against `stale`, the write of ours the server stored over it:
     the version the undo became.  MarkError("overwritten") when it did not land as `stale + 1`."""
     if not budget.left:
-        raise _overwritten(path, lost)
+        raise _overwritten(path, lost, "no PUBLISH was left to undo ours")
     body = _body(client, path, lost)
     response = budget.publish(client, path, body, stale, metadata)
     version = _landed(response, path)
@@ -434,9 +436,9 @@ def _undo(client: MarkClient, path: str, lost: int, stale: int, budget: _Budget,
         return version
     named = response.number("server-version")
     if not _is_ours(client, path, _Sent(body, stale), named):
-        raise _overwritten(path, lost)  # someone built on our stale write first
+        raise _overwritten(path, lost, "someone built on ours before it could be undone")
     if named > stale + 1:
-        raise _overwritten(path, named - 1)  # the undo itself went over another writer's version
+        raise _overwritten(path, named - 1, "the undo of ours was itself stored over it")
     return named
 
 
@@ -449,10 +451,10 @@ def _landed(response: MarkResponse, path: str) -> Optional[int]:
     return None
 
 
-def _overwritten(path: str, lost: int) -> MarkError:
-    return MarkError("overwritten", f"{path}: the server stored a write of ours over version {lost}, and it "
-                                    f"could not be restored exactly; publish {path}/v{lost} again by hand "
-                                    "(merged with the latest)", {"lost-version": str(lost)}, may_have_landed=True)
+def _overwritten(path: str, lost: int, why: str) -> MarkError:
+    return MarkError("overwritten", f"{path}: the server stored a write over version {lost}, which could not be "
+                                    f"put back exactly ({why}); publish {path}/v{lost} again by hand, merged "
+                                    "with the latest", {"lost-version": str(lost)}, may_have_landed=True)
 
 
 def _candidate(client: MarkClient, path: str, body: str, expected_version: int, current: int,
