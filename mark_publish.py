@@ -155,13 +155,14 @@ def mark_publish(
     "fail" returns the conflict; "merge" merges and publishes the merge;
     "candidate" merges and publishes no merge, for the caller to read it
     first.  In every mode a stale write of the call's own is put back
-    first, which may publish (an undo; see the module docstring).  At most 1 + `max_retries` PUBLISHes, repairs included.
+    first, which may publish (an undo; see the module docstring).  At most
+    1 + `max_retries` PUBLISHes, repairs included.
     Raises `MarkError` for any Mark error status, for transport failures,
     and ("overwritten") for another writer's version it could not restore.
     """
     _check_publish(path, body, expected_version, max_retries, on_conflict)
     response = client.publish(path, body, expected_version, metadata)
-    version = _landed(response, path)
+    version = _landed(response, f"PUBLISH {path}")
     if version is not None:
         return PublishResult("ok", version=version, merged=False)
     return after_conflict(client, path, body, expected_version, response, on_conflict, max_retries, metadata)
@@ -273,12 +274,10 @@ def mark_append(client: MarkClient, path: str, body: str,
             raise MarkError.from_response(response, f"VERSIONS {path}")
         expected_version = response.number("current")
     response = client.append(path, body, expected_version)
-    if response.status in ("ok", "created"):
-        return PublishResult("ok", version=response.number("version"), merged=False)
-    if response.status == "conflict":
-        return PublishResult("conflict", your_version=expected_version,
-                             current_version=response.number("server-version"))
-    raise MarkError.from_response(response, f"APPEND {path}")
+    version = _landed(response, f"APPEND {path}")
+    if version is not None:
+        return PublishResult("ok", version=version, merged=False)
+    return PublishResult("conflict", your_version=expected_version, current_version=response.number("server-version"))
 
 
 # ----------------------------------------------------------- the merge loop
@@ -307,12 +306,16 @@ class _Budget:
     of the call, repairs included, goes through `publish`, so that no path can send more than
     the call was given."""
 
-    def __init__(self, left: int, seconds: float):
-        self.left, self.spent, self.until = left, 0, time.monotonic() + seconds
+    def __init__(self, tries: int, seconds: float):
+        self.tries, self.spent, self.until = tries, 0, time.monotonic() + seconds
+
+    @property
+    def left(self) -> int:
+        return self.tries - self.spent
 
     def publish(self, client: MarkClient, path: str, body: str, against: int,
                 metadata: Optional[Dict[str, str]]) -> MarkResponse:
-        self.left, self.spent = self.left - 1, self.spent + 1
+        self.spent += 1
         return client.publish(path, body, against, metadata)
 
 
@@ -367,11 +370,11 @@ def _publish_loop(client: MarkClient, path: str, edit: Callable[[str], Tuple[str
         if overlap:
             return _Outcome("overlap", current, text)
         response = budget.publish(client, path, text, current, metadata)
-        version = _landed(response, path)
+        version = _landed(response, f"PUBLISH {path}")
         if version is not None:
             return _Outcome("ok", version, text, current)
         sent, current = _Sent(text, current), response.number("server-version")
-        if budget.left and _body(client, path, current) != sent.text:  # others keep publishing
+        if budget.left and not _is_ours(client, path, sent, current):  # others keep publishing
             current = _step_aside(client, path, current, budget)
 
 
@@ -431,7 +434,7 @@ def _undo(client: MarkClient, path: str, lost: int, stale: int, budget: _Budget,
         raise _overwritten(path, lost, "no PUBLISH was left to undo ours")
     body = _body(client, path, lost)
     response = budget.publish(client, path, body, stale, metadata)
-    version = _landed(response, path)
+    version = _landed(response, f"PUBLISH {path}")
     if version is not None:
         return version
     named = response.number("server-version")
@@ -442,12 +445,12 @@ def _undo(client: MarkClient, path: str, lost: int, stale: int, budget: _Budget,
     return named
 
 
-def _landed(response: MarkResponse, path: str) -> Optional[int]:
-    """The version a PUBLISH answered `ok` or `created` became; None for `conflict`; else MarkError."""
+def _landed(response: MarkResponse, doing: str) -> Optional[int]:
+    """The version a write answered `ok` or `created` became; None for `conflict`; else MarkError."""
     if response.status in ("ok", "created"):
         return response.number("version")
     if response.status != "conflict":
-        raise MarkError.from_response(response, f"PUBLISH {path}")
+        raise MarkError.from_response(response, doing)
     return None
 
 
