@@ -37,10 +37,9 @@ base's, "=======", theirs' lines, ">>>>>>> theirs").  The rule:
    one inserts strictly inside the other's reach, or when both insert at
    one place, an insertion's place being anywhere in its reach (`_meets`).
 4. Changes whose reaches touch (one ends where the other starts) also
-   meet unless each base line at that place is firm (not blank, once in
-   base and at most once in each side; the file's edge is firm) or is in
-   the reach of an insertion beside it, which gives the same text on
-   either side of that line (`_meets`, with `firm` in `_merge`).
+   meet when either is one of step 2's, or when one that removes lines
+   has, at that place, a base line its reach grew over or one it gives
+   again: a finer diff could keep that line and insert beside it (`_meets`).
 5. An insertion at the file's edge also meets a change it touches that
    leaves fewer lines than it took: nothing is left to place it by
    (`_meets`).
@@ -72,7 +71,7 @@ import sys
 from collections import Counter
 from itertools import chain, compress, count
 from operator import attrgetter, methodcaller, ne
-from typing import Callable, List, NamedTuple, NoReturn, Optional, Sequence, Tuple
+from typing import List, NamedTuple, NoReturn, Optional, Sequence, Tuple
 
 __version__ = "0.2.0"  # the release this file is from; vendored copies keep saying it
 __all__ = ["diff3", "Merge", "get_hunks", "split_lines", "join_lines", "main"]
@@ -312,6 +311,7 @@ class _Change(NamedTuple):  # one side's hunk: base[lo:hi] became `lines`; base[
     hi: int
     side: int
     lines: List[str]
+    copies: bool = False  # rule step 2 grew its reach: which copy of a line it removed is not known
 
 
 def _merge(base: List[str], ours: List[str], theirs: List[str], markers: tuple,
@@ -319,20 +319,8 @@ def _merge(base: List[str], ours: List[str], theirs: List[str], markers: tuple,
     """The merged lines and whether any conflicted."""
     in_base = Counter(base)
     changes = sorted(_changes(base, ours, OURS, in_base) + _changes(base, theirs, THEIRS, in_base))
-    counts: List[Counter] = []  # ours' and theirs' lines, counted on first need
-
-    def firm(i: int) -> bool:  # rule step 4
-        if not 0 <= i < len(base):
-            return True
-        line = base[i]
-        if line.isspace() or in_base[line] != 1:
-            return False
-        if not counts:
-            counts.extend(map(Counter, (ours, theirs)))
-        return counts[0][line] <= 1 and counts[1][line] <= 1
-
     resolved = []  # (lo, hi, ours' lines, theirs' lines, what it writes if clean) of each group
-    for lo, hi, members in _groups(changes, firm, len(base)):
+    for lo, hi, members in _groups(base, changes):
         mine, yours = _apply(base, lo, hi, members, OURS), _apply(base, lo, hi, members, THEIRS)
         resolved.append((lo, hi, mine, yours, _taken(base[lo:hi], mine, yours)))
     doubled = _doubled(base, changes, resolved)
@@ -390,7 +378,7 @@ def _copies(base: List[str], changes: List[_Change], in_base: Counter) -> List[_
         at = bisect.bisect_left(kept, c.lo)
         room_lo, room_hi = kept[at - 1] if at else -1, kept[at] if at < len(kept) else len(base)
         spots = [i for line in lines for i in where[line] if room_lo < i < room_hi]
-        changes[k] = c._replace(top=min(c.top, *spots), bottom=max(c.bottom, max(spots) + 1))
+        changes[k] = c._replace(top=min(c.top, *spots), bottom=max(c.bottom, max(spots) + 1), copies=True)
     return changes
 
 
@@ -418,12 +406,12 @@ def _in_place(old: List[str], new: List[str]) -> bool:
         for x, y in set(zip(old, new)))  # (each pair of lines once: a checklist holds few)
 
 
-def _groups(changes: List[_Change], firm: Callable[[int], bool], n: int) -> List[Tuple[int, int, List[_Change]]]:
+def _groups(base: List[str], changes: List[_Change]) -> List[Tuple[int, int, List[_Change]]]:
     """The changes, in order, gathered into groups of those that meet (rule step 6):
     each group as (lo, hi, members), base[lo:hi] the lines its members span."""
     groups: List[list] = []
     for c in changes:
-        if groups and _meets(groups[-1], c, firm, n):
+        if groups and _meets(base, groups[-1], c):
             groups[-1][1] = max(groups[-1][1], c.bottom)
             groups[-1][2].append(c)
         else:
@@ -431,7 +419,7 @@ def _groups(changes: List[_Change], firm: Callable[[int], bool], n: int) -> List
     return [tuple(group) for group in groups]
 
 
-def _meets(group: list, c: _Change, firm: Callable[[int], bool], n: int) -> bool:
+def _meets(base: List[str], group: list, c: _Change) -> bool:
     """Whether change `c`, whose reach starts at or after `group`'s, meets one of its
     members (rule steps 3-5)."""
     _, hi, members = group
@@ -443,15 +431,16 @@ def _meets(group: list, c: _Change, firm: Callable[[int], bool], n: int) -> bool
     y = ending[0]
     if c.lo == c.hi and y.lo == y.hi:
         return True  # both insert at one place (an insertion could sit at either end of its reach)
-    # Each base line at the place must be firm, unless it is in the reach of an
-    # insertion beside it and not at its place: the line equals what it inserts, so
-    # the insertion gives the same text on either side of it.
-    before_ok = y.lo == y.hi != hi or firm(hi - 1)
-    after_ok = c.lo == c.hi != hi or firm(hi)
-    if not (before_ok and after_ok):
+    if y.copies or c.copies:
+        return True
+    # A change that removes lines, at the place: the base line there came into its reach
+    # by step 1, or it gives that line again, so a diff could keep it and insert beside it.
+    if y.lo < y.hi and (y.hi != hi or base[hi - 1] in y.lines):
+        return True
+    if c.lo < c.hi and (c.lo != hi or base[hi] in c.lines):
         return True
     insertion, change = (c, y) if c.lo == c.hi else (y, c)
-    return insertion.lo == insertion.hi and hi in (0, n) and len(change.lines) < change.hi - change.lo
+    return insertion.lo == insertion.hi and hi in (0, len(base)) and len(change.lines) < change.hi - change.lo
 
 
 def _apply(base: List[str], lo: int, hi: int, members: List[_Change], side: int) -> List[str]:

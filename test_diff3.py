@@ -77,13 +77,15 @@ CASES = [
      "- [ ] todo\n- [ ] call\n- [ ] task\n- [ ] call\n", "- [x] todo\n- [ ] call\n- [x] call\n",
      f"{START}- [ ] todo\n- [ ] call\n- [ ] task\n- [ ] call\n{SEPARATOR}- [x] todo\n- [ ] call\n- [x] call\n{END}",
      True),
-    # The new todo may sit before or after the ticked one, and the ticks of theirs
-    # beside it are in the same doubt: one block, the lines both keep at its end outside.
+    # The new todo may sit before or after the ticked one, and theirs' tick beside it
+    # is in the same doubt: one block, the lines both keep at its end outside.  Theirs'
+    # tick of the first box, which no change of ours touches, merges (before issue 32's
+    # step 4 said what a touch must be, the blank line after it tied it to the block).
     ("new box among equal ticked boxes", "- [ ] call\n\n- [ ] todo\n\n- [ ] todo\n\n- [ ] call\n",
      "- [ ] call\n\n- [ ] todo\n\n- [ ] todo\n\n- [ ] todo\n\n- [ ] task\n\n- [ ] call\n",
      "- [x] call\n\n- [x] todo\n\n- [ ] todo\n\n- [ ] call\n",
-     f"{START}- [ ] call\n\n- [ ] todo\n\n- [ ] todo\n\n- [ ] todo\n\n- [ ] task\n{SEPARATOR}"
-     f"- [x] call\n\n- [x] todo\n\n- [ ] todo\n{END}\n- [ ] call\n", True),
+     f"- [x] call\n\n{START}- [ ] todo\n\n- [ ] todo\n\n- [ ] todo\n\n- [ ] task\n{SEPARATOR}"
+     f"- [x] todo\n\n- [ ] todo\n{END}\n- [ ] call\n", True),
 ]
 
 
