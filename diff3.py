@@ -55,6 +55,14 @@ base's, "=======", theirs' lines, ">>>>>>> theirs").  The rule:
    style="merge" the lines both sides of a block share (by `get_hunks`)
    stay outside its markers, as in git's "zealous" merge (`_block`).
 
+Two results where git's merge differs: edits of neighbouring lines merge,
+and a line both sides add at different places is a conflict (step 7):
+
+    >>> diff3("a\\nb\\nc\\n", "a\\nB\\nc\\n", "a\\nb\\nC\\n").merged
+    'a\\nB\\nC\\n'
+    >>> diff3("# A\\n\\n# B\\n", "# A\\n- x\\n\\n# B\\n", "# A\\n\\n# B\\n- x\\n").had_conflict
+    True
+
 Where one side equals base, or the sides are equal, the rule gives the
 other side's text (or theirs), and `diff3` returns it without diffing.
 Lines are split on "\\n" only and keep their endings, so CRLF documents come
