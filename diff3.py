@@ -17,7 +17,8 @@ order, and each stretch between two of those is diffed the same way; a
 stretch with no line once in each, after its equal ends, is one change
 (which of its equal lines became which is not known).  A hunk that only
 inserts or only deletes is moved down while the line after it equals its
-first, so one change has one place (`_slide`).
+first, so one change has one place (`_slide`).  The code walks faster
+than it reads; test_diff3.py checks it against a plain recursion of this.
 
 The merge takes a change one side made to base, takes the same change made
 by both once, and writes changes of the two sides that meet as a conflict
@@ -48,12 +49,15 @@ base's, "=======", theirs' lines, ">>>>>>> theirs").  The rule:
    reaches span, which is clean when one side leaves
    those lines as they were or both sides give the same lines, and else a
    conflict (`_groups`, `_taken`).
-7. If the clean groups would hold a non-blank line more often than ours
-   and more often than theirs, a change was taken twice, and each clean
-   group that writes such a line becomes a conflict too (`_doubled`).
+7. If the clean groups together add a non-blank line (net of what they
+   remove) more times than ours' changes do and more times than theirs'
+   do, a change was taken twice, and each clean group that writes such a
+   line becomes a conflict too (`_doubled`).
 8. Conflicts with no base line between them are one block, and with
    style="merge" the lines both sides of a block share (by `get_hunks`)
-   stay outside its markers, as in git's "zealous" merge (`_block`).
+   stay outside its markers, as in git's "zealous" merge; a block whose
+   sides are equal (only step 7 makes one) shows base's lines, as
+   style="diff3" does (`_block`).
 
 Two results where git's merge differs: edits of neighbouring lines merge,
 and a line both sides add at different places is a conflict (step 7):
@@ -110,7 +114,7 @@ def diff3(base: str, ours: str, theirs: str, *, style: str = "merge",
         return Merge(ours, False)
 
     texts = [split_lines(base), split_lines(ours), split_lines(theirs)]
-    # The document's line ending: that of the first ended line, base first.
+    # The document's line ending: that of base's first line if it has one, else ours', else theirs'.
     eol = next(("\r\n" if lines[0].endswith("\r\n") else "\n" for lines in texts
                 if lines and lines[0].endswith("\n")), "\n")
     markers = ("<<<<<<< " + labels[0] + eol, "||||||| " + labels[1] + eol, "=======" + eol,
@@ -130,7 +134,7 @@ def _check(base: str, ours: str, theirs: str, style: str, labels: Sequence[str])
         raise ValueError(f'style must be "merge" or "diff3", not {style!r}')
     if isinstance(labels, str) or not isinstance(labels, (tuple, list)) or len(labels) != 3 \
             or not all(isinstance(label, str) for label in labels):
-        raise TypeError(f"labels must be a tuple of three str (ours, base, theirs), not {labels!r}")
+        raise TypeError(f"labels must be a tuple or list of three str (ours, base, theirs), not {labels!r}")
     if any("\n" in label or "\r" in label for label in labels):
         raise ValueError(f"labels must not contain line breaks: {labels!r}")
 
@@ -268,8 +272,8 @@ def _unique_chain(a: Sequence, b: Sequence, a_lo: int, a_hi: int, b_lo: int, b_h
 
 
 def _longest_ascending(pairs: List[Tuple[int, int]]) -> List[Tuple[int, int]]:
-    """The longest run of `pairs` (ascending in their first number) whose second
-    numbers ascend too, by patience sorting."""
+    """The longest run of `pairs` (ascending in their first number, and never
+    empty: a line moved) whose second numbers ascend too, by patience sorting."""
     # tops[t]: the least j ending a chain of t+1 pairs, ends[t] the pair that ends it;
     # back[p]: the pair before pair p in its chain.
     tops: List[int] = []
@@ -433,22 +437,24 @@ def _meets(base: List[str], group: list, c: _Change) -> bool:
     _, hi, members = group
     if c.top != hi:
         return c.top < hi  # shares a line with a member's reach, or inserts strictly inside it
-    ending = [m for m in members if m.bottom == hi]
-    if any(m.side == c.side for m in ending):
-        return True  # a side's own changes whose reaches touch stay in one group
-    y = ending[0]
-    if c.lo == c.hi and y.lo == y.hi:
-        return True  # both insert at one place (an insertion could sit at either end of its reach)
+    return any(_touch_meets(base, m, c, hi) for m in members if m.bottom == hi)
+
+
+def _touch_meets(base: List[str], y: _Change, c: _Change, at: int) -> bool:
+    """Whether change `y`, whose reach ends at base line `at`, meets change `c`, whose
+    reach starts there (rule steps 4 and 5, and 6's own changes)."""
+    if y.side == c.side or (c.lo == c.hi and y.lo == y.hi):
+        return True  # a side's own changes stay in one group; both insert at one place
     if y.copies or c.copies:
         return True
     # A change that removes lines, at the place: the base line there came into its reach
     # by step 1, or it gives that line again, so a diff could keep it and insert beside it.
-    if y.lo < y.hi and (y.hi != hi or base[hi - 1] in y.lines):
+    if y.lo < y.hi and (y.hi != at or base[at - 1] in y.lines):
         return True
-    if c.lo < c.hi and (c.lo != hi or base[hi] in c.lines):
+    if c.lo < c.hi and (c.lo != at or base[at] in c.lines):
         return True
     insertion, change = (c, y) if c.lo == c.hi else (y, c)
-    return insertion.lo == insertion.hi and hi in (0, len(base)) and len(change.lines) < change.hi - change.lo
+    return insertion.lo == insertion.hi and at in (0, len(base)) and len(change.lines) < change.hi - change.lo
 
 
 def _apply(base: List[str], lo: int, hi: int, members: List[_Change], side: int) -> List[str]:
@@ -490,7 +496,7 @@ def _gain(base: List[str], edits: List[Tuple[int, int, List[str]]]) -> Counter:
     return tally
 
 
-_unended = methodcaller("rstrip", "\n")  # a line without its newline: a text's last line may lack it
+_unended = methodcaller("rstrip", "\r\n")  # a line without its ending: a text's last line may lack it
 
 
 def _block(old: List[str], mine: List[str], yours: List[str], markers: tuple, with_base: bool) -> List[str]:

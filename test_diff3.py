@@ -350,7 +350,7 @@ def kept(a, hunks):
 
 @pytest.mark.parametrize("alphabet", [3, 30, 300])
 def test_get_hunks_is_a_diff(alphabet):
-    # Few distinct lines (windows of SequenceMatcher), some, and mostly unique ones
+    # Few distinct lines (stretches with no anchor), some, and mostly unique ones
     # (anchors, moved blocks and the patience chain).
     rng = random.Random(alphabet)
     for _ in range(300):
@@ -399,10 +399,87 @@ def test_get_hunks_keeps_the_longest_chain_of_unique_lines():
         assert kept(a, hunks) == longest_ascending([b.index(x) for x in a])
 
 
+def plain_patience(a, b):
+    """Patience diff as a textbook states it, slowly: the equal ends of a stretch are
+    matched, then the lines once in each in their longest common order, and each
+    stretch between two of those the same way; then `_slide`'s rule.  None where two
+    longest orders tie (get_hunks then takes one of them)."""
+    matches = []
+
+    def diff(a_lo, a_hi, b_lo, b_hi):
+        while a_lo < a_hi and b_lo < b_hi and a[a_lo] == b[b_lo]:
+            matches.append((a_lo, b_lo))
+            a_lo, b_lo = a_lo + 1, b_lo + 1
+        while a_lo < a_hi and b_lo < b_hi and a[a_hi - 1] == b[b_hi - 1]:
+            a_hi, b_hi = a_hi - 1, b_hi - 1
+            matches.append((a_hi, b_hi))
+        once = [x for x in a[a_lo:a_hi] if a[a_lo:a_hi].count(x) == 1 == b[b_lo:b_hi].count(x)]
+        pairs = [(a.index(x, a_lo, a_hi), b.index(x, b_lo, b_hi)) for x in once]
+        # chains[k]: every longest ascending chain of pairs ending with pairs[k]
+        chains = []
+        for k, (_, j) in enumerate(pairs):
+            before = [chains[m] for m in range(k) if pairs[m][1] < j]
+            size = max((len(c[0]) for c in before), default=0)
+            chains.append([c + [pairs[k]] for group in before for c in group if len(c) == size] or [[pairs[k]]])
+        size = max((len(c[0]) for c in chains), default=0)
+        longest = [c for group in chains for c in group if len(c) == size]
+        if len(longest) > 1:
+            raise LookupError("two longest orders tie")
+        i, j = a_lo, b_lo
+        for x, y in (longest[0] if longest else []):
+            diff(i, x, j, y)
+            matches.append((x, y))
+            i, j = x + 1, y + 1
+        if longest:
+            diff(i, a_hi, j, b_hi)
+
+    try:
+        diff(0, len(a), 0, len(b))
+    except LookupError:
+        return None
+    hunks, i, j = [], 0, 0
+    for x, y in sorted(matches) + [(len(a), len(b))]:
+        if x > i or y > j:
+            hunks.append([i, x, j, y])
+        i, j = x + 1, y + 1
+    for k, hunk in enumerate(hunks):  # an insertion or deletion slides down over lines equal to its first
+        if hunk[0] == hunk[1] or hunk[2] == hunk[3]:
+            seq, lo, hi = (b, 2, 3) if hunk[0] == hunk[1] else (a, 0, 1)
+            end = hunks[k + 1][lo] - 1 if k + 1 < len(hunks) else len(seq)
+            while hunk[hi] < end and seq[hunk[hi]] == seq[hunk[lo]]:
+                hunk[:] = [n + 1 for n in hunk]
+    return [tuple(hunk) for hunk in hunks]
+
+
+@pytest.mark.parametrize("alphabet", [3, 30, 300])
+def test_get_hunks_is_the_plain_patience_diff(alphabet):
+    # get_hunks' faster walk (and its chain where a line moved) gives what the
+    # textbook recursion gives, wherever the longest order of unique lines is one.
+    rng = random.Random(alphabet + 1)
+    compared = 0
+    for _ in range(400):
+        a = [rng.randrange(alphabet) for _ in range(rng.randint(0, 60))]
+        b = list(a)
+        for _ in range(rng.randint(0, 4)):
+            at = rng.randint(0, len(b))
+            if rng.random() < 0.3 and b:  # move a block
+                block = b[at:at + rng.randint(1, 10)]
+                del b[at:at + len(block)]
+                where = rng.randint(0, len(b))
+                b[where:where] = block
+            else:
+                b[at:at + rng.randint(0, 5)] = [rng.randrange(alphabet) for _ in range(rng.randint(0, 5))]
+        expected = plain_patience(a, b)
+        if expected is not None:
+            assert get_hunks(a, b) == expected, (a, b)
+            compared += 1
+    assert compared > 300
+
+
 @pytest.mark.parametrize("extra_blank", [False, True])
 def test_rewrite_is_diffed_minimally(extra_blank):
-    # A rewrite leaves most lines on one side only: those are set aside, and
-    # SequenceMatcher pairs the blank lines and headings that remain.
+    # A rewrite leaves most lines on one side only; the headings are anchors, and
+    # the blank lines between them are matched as the equal ends of each stretch.
     rng = random.Random(4)
     base = []
     for section in range(30):
@@ -416,7 +493,7 @@ def test_rewrite_is_diffed_minimally(extra_blank):
 
 
 def test_a_stretch_with_no_line_once_in_each_is_one_change():
-    # Since issue 32 (SequenceMatcher windows placed each box before): a replaced box,
+    # Since issue 32 (before it, SequenceMatcher windows placed each box): a replaced box,
     # an added one and a removed one in 30,000 lines with no line once in each text
     # are one change, between the equal ends.
     a = ["- [ ] todo", "", "- [ ] todo", "- [ ] todo", ""] * 6000
@@ -525,7 +602,7 @@ def test_properties_on_random_triples():
 
 
 def test_properties_on_large_random_triples():
-    # Big enough that anchors on unique lines and SequenceMatcher do the work.
+    # Big enough that anchors on unique lines and the recursion between them do the work.
     rng = random.Random(7)
     words = [f"w{k}" for k in range(150)]
     for _ in range(150):
