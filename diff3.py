@@ -336,24 +336,23 @@ def _merge(base: List[str], ours: List[str], theirs: List[str], markers: tuple,
         mine, yours = _apply(base, lo, hi, members, OURS), _apply(base, lo, hi, members, THEIRS)
         resolved.append((lo, hi, mine, yours, _taken(base[lo:hi], mine, yours)))
     doubled = _doubled(base, changes, resolved)
-    out: List[str] = []
-    pos, had_conflict, block = 0, False, None  # block: the conflict being written, as [lo, mine, yours]
-    # (An empty group at the end writes out the last block.)
-    for k, (lo, hi, mine, yours, taken) in enumerate(resolved + [(len(base), len(base), [], [], [])]):
-        if block and (taken is not None and k not in doubled or lo > pos):
-            out += _block(base[block[0]:pos], *block[1:], markers, with_base)
-            block = None
-        out += base[pos:lo]
-        pos = hi
-        if taken is not None and k not in doubled:
-            out += taken
-        elif block:  # no base line between two conflicts: one block (rule step 8)
-            block[1] += mine
-            block[2] += yours
+    joined: List[list] = []  # the groups, conflicts (None to write) with no base line between them as one
+    for k, (lo, hi, mine, yours, taken) in enumerate(resolved):
+        if k in doubled:
+            taken = None
+        if taken is None and joined and joined[-1][4] is None and joined[-1][1] == lo:  # rule step 8
+            joined[-1][1] = hi
+            joined[-1][2] += mine
+            joined[-1][3] += yours
         else:
-            had_conflict = True
-            block = [lo, mine, yours]
-    return out, had_conflict
+            joined.append([lo, hi, mine, yours, taken])
+    out: List[str] = []
+    pos = 0
+    for lo, hi, mine, yours, taken in joined:
+        out += base[pos:lo]
+        out += _block(base[lo:hi], mine, yours, markers, with_base) if taken is None else taken
+        pos = hi
+    return out + base[pos:], any(taken is None for *_, taken in joined)
 
 
 def _changes(base: List[str], lines: List[str], side: int, in_base: Counter) -> List[_Change]:
