@@ -142,9 +142,8 @@ def _check(base: str, ours: str, theirs: str, style: str, labels: Sequence[str])
 def split_lines(text: str) -> List[str]:
     """Split `text` after each "\\n", keeping the endings; "" has no lines."""
     lines = text.splitlines(keepends=True)  # at C speed, but it splits at "\r" and more
-    if not any(c in text for c in "\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029") or \
-            len(lines) == text.count("\n") + (not text.endswith("\n") and bool(text)):
-        return lines  # every break was a "\n"
+    if len(lines) == text.count("\n") + (not text.endswith("\n") and bool(text)):
+        return lines  # no more pieces than "\n"s make: every break was a "\n"
     lines = [line + "\n" for line in text.split("\n")]
     last = lines.pop()[:-1]
     if last:
