@@ -67,6 +67,15 @@ and a line both sides add at different places is a conflict (step 7):
     >>> diff3("# A\\n\\n# B\\n", "# A\\n- x\\n\\n# B\\n", "# A\\n\\n# B\\n- x\\n").had_conflict
     True
 
+Text inserted beside a line the other side removed keeps its place (step
+4), but the removal of a line base holds twice meets an edit beside it,
+since which copy went is not known (steps 2 and 4):
+
+    >>> diff3("one\\ntwo\\nthree\\n", "one\\nthree\\n", "one\\ntwo\\nnew\\nthree\\n").merged
+    'one\\nnew\\nthree\\n'
+    >>> diff3("A\\n- x\\nB\\n- x\\nC\\n", "A\\nB\\n- x\\nC\\n", "A\\n- x\\nB2\\n- x\\nC\\n").merged
+    'A\\n<<<<<<< ours\\nB\\n=======\\n- x\\nB2\\n>>>>>>> theirs\\n- x\\nC\\n'
+
 Where one side equals base, or the sides are equal, the rule gives the
 other side's text (or theirs), and `diff3` returns it without diffing.
 Lines are split on "\\n" only and keep their endings, so CRLF documents come
