@@ -50,6 +50,21 @@ between with status `conflict`, naming the newest version C.  What
   first waits a random, growing while (RETRY_PAUSE) and reads the newest
   version's number instead.  Out of PUBLISHes: `reason: contention`.
 
+What goes over the wire, request by request (E is `expected_version`, C
+the version a conflict names; a version this client read by number or
+published is known without another FETCH):
+
+    no race          PUBLISH at E -> ok or created
+    fail             PUBLISH at E -> conflict C; FETCH /vC (is it ours?)
+    candidate        PUBLISH at E -> conflict C; FETCH /vC; FETCH /vE (the base)
+    merge            PUBLISH at E -> conflict C; FETCH /vE; FETCH /vC; PUBLISH the merge at C
+    merge, overlap   PUBLISH at E -> conflict C; FETCH /vE; FETCH /vC (nothing published)
+    lost again       PUBLISH at C -> conflict C2; FETCH /vC2 (is it ours?); pause;
+                     FETCH (the newest number, N); FETCH /vN; PUBLISH the merge at N
+                     (no PUBLISH left: FETCH /vC2 only, then contention)
+
+Version 0 is the empty document, never fetched.
+
 Stale writes.  Stored as V over another writer's version L = V - 1, the
 write dropped L's edits, and the call puts back what a correct server would
 have left.  In merge mode, if `diff3(the version the write was made
