@@ -51,8 +51,8 @@ base's, "=======", theirs' lines, ">>>>>>> theirs").  The rule:
    conflict (`_groups`, `_taken`).
 7. If the clean groups together add a non-blank line (net of what they
    remove) more times than ours' changes do and more times than theirs'
-   do, a change was taken twice, and each clean group that writes such a
-   line becomes a conflict too (`_doubled`).
+   do, a change was taken twice, and each clean group whose text holds
+   such a line becomes a conflict too (`_doubled`).
 8. Conflicts with no base line between them are one block, and with
    style="merge" the lines both sides of a block share (by `get_hunks`)
    stay outside its markers, as in git's "zealous" merge; a block whose
@@ -175,7 +175,7 @@ def get_hunks(a: Sequence, b: Sequence) -> List[Hunk]:
 
     a[a_lo:a_hi] became b[b_lo:b_hi].  Hunks are ascending and separated by
     at least one equal element; one that only inserts or only deletes sits
-    as far down as it can.
+    as far down as it can without touching the next.
     """
     blocks = sorted(_matches(a, b)) + [(len(a), len(b), 0)]
     hunks, i, j = [], 0, 0
@@ -280,8 +280,8 @@ def _unique_chain(a: Sequence, b: Sequence, a_lo: int, a_hi: int, b_lo: int, b_h
 
 
 def _longest_ascending(pairs: List[Tuple[int, int]]) -> List[Tuple[int, int]]:
-    """The longest run of `pairs` (ascending in their first number, and never
-    empty: a line moved) whose second numbers ascend too, by patience sorting."""
+    """The longest subsequence of `pairs` (ascending in their first number, and
+    never empty: a line moved) whose second numbers ascend too, by patience sorting."""
     # tops[t]: the least j ending a chain of t+1 pairs, ends[t] the pair that ends it;
     # back[p]: the pair before pair p in its chain.
     tops: List[int] = []
@@ -427,7 +427,11 @@ def _in_place(old: List[str], new: List[str]) -> bool:
 
 def _groups(base: List[str], changes: List[_Change]) -> List[Tuple[int, int, List[_Change]]]:
     """The changes, in order, gathered into groups of those that meet (rule step 6):
-    each group as (lo, hi, members), base[lo:hi] the lines its members span."""
+    each group as (lo, hi, members), base[lo:hi] the lines its members span.
+
+    One pass in order suffices: a change that sorts between two touching
+    changes of the other side meets one of them (one of those grew over its
+    place, or starts past its own lines there, or both insert at one place)."""
     groups: List[list] = []
     for c in changes:
         if groups and _meets(base, groups[-1], c):
@@ -550,7 +554,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             with open(path, "rb") as file:
                 texts.append(file.read().decode("utf-8"))
         except (OSError, UnicodeDecodeError) as error:
-            why = f"not UTF-8 (byte {error.start})" if isinstance(error, UnicodeDecodeError) else error.strerror
+            why = f"not UTF-8 (byte {error.start})" if isinstance(error, UnicodeDecodeError) else error.strerror or error
             print(f"mark-diff3: {path}: {why}", file=sys.stderr)
             return 2
     merged, had_conflict = diff3(texts[1], texts[0], texts[2], style="diff3" if args.diff3 else "merge", labels=labels)
@@ -562,7 +566,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             with open(args.output, "wb") as file:
                 file.write(merged.encode("utf-8"))
         except OSError as error:
-            print(f"mark-diff3: {args.output}: {error.strerror}", file=sys.stderr)
+            print(f"mark-diff3: {args.output}: {error.strerror or error}", file=sys.stderr)
             return 2
     return 1 if had_conflict else 0
 

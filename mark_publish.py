@@ -39,7 +39,8 @@ between with status `conflict`, naming the newest version C.  What
   write after all.  As expected + 1 it landed: `ok`.  Later, it is a
   stale write, put back as the next paragraph says.
 - "fail" (the default): answers `conflict` (`your-version`, `current-version`).
-- "candidate": answers `merge-candidate`, diff3(base, ours, C) unpublished,
+- "candidate": answers `merge-candidate`, diff3(base, ours, C) unpublished
+  (after an undo, against the undo),
   with `publish-at-version`, for an agent that reads a merge before it lands.
 - "merge": the merge loop (`_publish_loop`).  Each round reads a version
   by number (first C) and PUBLISHes diff3(base, ours, it) against it; base
@@ -55,6 +56,8 @@ the version a conflict names; a version this client read by number or
 published is known without another FETCH):
 
     no race          PUBLISH at E -> ok or created
+    landed after all PUBLISH at E -> conflict naming E + 1; FETCH /v(E+1) holds the body: ok
+                     (merge mode reads the base, FETCH /vE, first)
     fail             PUBLISH at E -> conflict C; FETCH /vC (is it ours?)
     candidate        PUBLISH at E -> conflict C; FETCH /vC; FETCH /vE (the base)
     merge            PUBLISH at E -> conflict C; FETCH /vE; FETCH /vC; PUBLISH the merge at C
@@ -62,6 +65,10 @@ published is known without another FETCH):
     lost again       PUBLISH at C -> conflict C2; FETCH /vC2 (is it ours?); pause;
                      FETCH (the newest number, N); FETCH /vN; PUBLISH the merge at N
                      (no PUBLISH left: FETCH /vC2 only, then contention)
+    stale write      PUBLISH at E -> conflict C > E + 1, and FETCH /vC holds the body, so
+                     L = C - 1: FETCH /vL; PUBLISH L's body at C (the undo); then the
+                     mode's answer.  Merge mode reads /vE before /vC, and before the undo
+                     PUBLISHes diff3(E, L, C) at C if that is clean (then no undo)
 
 Version 0 is the empty document, never fetched.
 
@@ -454,7 +461,7 @@ def _undo(client: MarkClient, path: str, lost: int, stale: int, budget: _Budget,
         return version
     named = response.number("server-version")
     if not _is_ours(client, path, _Sent(body, stale), named):
-        raise _overwritten(path, lost, "someone built on ours before it could be undone")
+        raise _overwritten(path, lost, f"version {named}, someone else's, came before the undo")
     if named > stale + 1:
         raise _overwritten(path, named - 1, "the undo of ours was itself stored over it")
     return named
