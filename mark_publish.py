@@ -326,7 +326,8 @@ class _Outcome(NamedTuple):
 class _Budget:
     """The PUBLISHes a call has left, and until when it may pause between them.  Every PUBLISH
     of the call, repairs included, goes through `publish`, so that no path can send more than
-    the call was given."""
+    the call was given: `max_retries` after a first PUBLISH answered conflict (`after_conflict`),
+    1 + `max_retries` where the first is the loop's own (`publish_edit`)."""
 
     def __init__(self, tries: int, seconds: float):
         self.tries, self.spent, self.until = tries, 0, time.monotonic() + seconds
