@@ -445,7 +445,7 @@ def crash_writer(url: str, token: str, path: str, size: int, acknowledged: dict,
 # --------------------------------------------------------------- publish
 
 PUBLISH_HEADER = (f"{'server':>14} {'writers':>7} {'mode':>7} {'edits':>5} {'landed':>6} {'escalated':>9} "
-                  f"{'raised':>6} "
+                  f"{'raised':>6} {'told':>4} "
                   f"{'lost':>4} {'repairs':>7} {'refused':>7} {'req/edit':>8} {'median ms':>9} {'p95 ms':>7}")
 
 
@@ -469,20 +469,24 @@ def publish_round(url: str, token: str, verify, writer: str, edits: int, mode: s
     setattr(owner, "exchange" if client._link else "_exchange", counted)
     with client:
         publish = {"merge": merge_publish, "naive": naive_publish, "section": section_publish(writer)}[mode]
-        outcomes = write_rounds(client, path, writer, edits, reported(publish))
-    return {"landed": [line for line, result, _ in outcomes if result.status == "ok"],
+        named: list = []
+        outcomes = write_rounds(client, path, writer, edits, reported(publish, named))
+    return {"landed": [line for line, result, _ in outcomes if result.status == "ok"], "named": named,
             "escalated": sum(result.status == "conflict" for _, result, _ in outcomes),
             "raised": sum(result.status == "raised" for _, result, _ in outcomes),
             "repairs": sum(result.repaired is not None for _, result, _ in outcomes),
             "latencies": [seconds for _, _, seconds in outcomes], **counts}
 
 
-def reported(publish):
-    """`publish`, with a MarkError it raises counted as a result: status "raised"."""
+def reported(publish, named: list):
+    """`publish`, with a MarkError it raises counted as a result: status "raised"; the
+    version an "overwritten" error names goes into `named`."""
     def call(client: MarkClient, path: str, body: str, version: int):
         try:
             return publish(client, path, body, version)
         except MarkError as error:
+            if "lost-version" in error.metadata:
+                named.append(int(error.metadata["lost-version"]))
             return PublishResult("raised", reason=error.status)
 
     return call
@@ -507,15 +511,18 @@ def publish_row(label: str, url: str, token: str, verify, writers: int, mode: st
         seed.publish("/bench.md", sectioned_document(names), 0)
     results = together(*[lambda w=w: publish_round(url, token, verify, w, edits, mode, "/bench.md")
                          for w in names])
-    with MarkClient(url, verify=verify) as reader:
+    with MarkClient(url, token=token, verify=verify) as reader:
         final = reader.fetch("/bench.md").body
+        named = [reader.fetch("/bench.md", version=v).body for r in results for v in r["named"]]
     landed = [line for r in results for line in r["landed"]]
-    lost = sum(f"\n{line}\n" not in final for line in landed)
+    missing = [line for line in landed if f"\n{line}\n" not in final]
+    told = sum(any(f"\n{line}\n" in body for body in named) for line in missing)
+    lost = len(missing) - told
     latencies = sorted(t for r in results for t in r["latencies"])
     p95 = latencies[min(len(latencies) - 1, int(0.95 * len(latencies)))]
     total = {key: sum(r[key] for r in results) for key in ("escalated", "raised", "repairs", "refused", "requests")}
     return (f"{label:>14} {writers:7} {mode:>7} {len(latencies):5} {len(landed):6} {total['escalated']:9} "
-            f"{total['raised']:6} "
+            f"{total['raised']:6} {told:4} "
             f"{lost:4} {total['repairs']:7} {total['refused']:7} {total['requests'] / max(1, len(landed)):8.2f} "
             f"{1000 * statistics.median(latencies):9.1f} {1000 * p95:7.1f}")
 
@@ -523,7 +530,10 @@ def publish_row(label: str, url: str, token: str, verify, writers: int, mode: st
 PUBLISH_NOTES = """
 landed: calls that returned status ok; escalated: returned status conflict to the caller;
 raised: calls that raised MarkError (for the naive caller, a repair that others' clobbering outran);
-lost: landed edits missing from the final document (the naive caller clobbers them);
+told: landed edits missing from the final document but held by a version a raised
+  MarkError("overwritten") names: lost loudly, the raising writer told to publish it again;
+lost: landed edits missing from the final document, and named by no error: lost silently
+  (the naive caller clobbers them);
 repairs: answers that restored a version the server had overwritten (repaired: N);
 refused: requests the server refused unhandled (rate limit), each sent again;
 req/edit: Mark requests sent, resends included (and the initial FETCH), per landed edit;
