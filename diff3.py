@@ -40,15 +40,16 @@ base's, "=======", theirs' lines, ">>>>>>> theirs").  The rule:
 4. Changes whose reaches touch (one ends where the other starts) also
    meet when either is one of step 2's, or when one that removes lines
    has, at that place, a base line its reach grew over or one it gives
-   again: a finer diff could keep that line and insert beside it (`_meets`).
+   again: a finer diff could keep that line and insert beside it
+   (`_touch_meets`).
 5. An insertion at the file's edge also meets a change it touches that
    leaves fewer lines than it took: nothing is left to place it by
-   (`_meets`).
+   (`_touch_meets`).
 6. Changes that meet, and a side's own changes whose reaches touch,
    directly or through others, form a group over the base lines their
-   reaches span, which is clean when one side leaves
-   those lines as they were or both sides give the same lines, and else a
-   conflict (`_groups`, `_taken`).
+   reaches span, which is clean when one side leaves those lines as they
+   were or both sides give the same lines, and else a conflict (`_groups`,
+   `_taken`).
 7. If the clean groups together add a non-blank line (net of what they
    remove) more times than ours' changes do and more times than theirs'
    do, a change was taken twice, and each clean group whose text holds
