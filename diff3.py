@@ -77,6 +77,19 @@ since which copy went is not known (steps 2 and 4):
     >>> diff3("A\\n- x\\nB\\n- x\\nC\\n", "A\\nB\\n- x\\nC\\n", "A\\n- x\\nB2\\n- x\\nC\\n").merged
     'A\\n<<<<<<< ours\\nB\\n=======\\n- x\\nB2\\n>>>>>>> theirs\\n- x\\nC\\n'
 
+At the file's edge, an insertion meets a removal beside it (step 5), not a
+line edited in place; in a conflict, lines both sides share stay outside
+the markers (step 8), and markers take the document's line ending:
+
+    >>> diff3("a\\nb\\nc\\n", "new\\na\\nb\\nc\\n", "b\\nc\\n").merged
+    '<<<<<<< ours\\nnew\\na\\n=======\\n>>>>>>> theirs\\nb\\nc\\n'
+    >>> diff3("a\\nb\\nc\\n", "new\\na\\nb\\nc\\n", "A\\nb\\nc\\n").merged
+    'new\\nA\\nb\\nc\\n'
+    >>> diff3("p\\nq\\nr\\n", "p\\nX\\nY\\nr\\n", "p\\nZ\\nY\\nr\\n").merged
+    'p\\n<<<<<<< ours\\nX\\n=======\\nZ\\n>>>>>>> theirs\\nY\\nr\\n'
+    >>> diff3("x\\r\\ny\\r\\n", "x\\r\\nY1\\r\\n", "x\\r\\nY2\\r\\n").merged
+    'x\\r\\n<<<<<<< ours\\r\\nY1\\r\\n=======\\r\\nY2\\r\\n>>>>>>> theirs\\r\\n'
+
 Where one side equals base, or the sides are equal, the rule gives the
 other side's text (or theirs), and `diff3` returns it without diffing.
 Lines are split on "\\n" only and keep their endings, so CRLF documents come
