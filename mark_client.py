@@ -549,6 +549,10 @@ def _check_head(http: requests.Response, doing: str) -> Optional[int]:
 
 # ---- the deadline: urllib3 sets a connection's socket to the read timeout just before
 # ---- it reads the answer (1.26 and 2.x alike); _DeadlineSocket makes that a budget for all reads.
+# ---- It relies on four names that are not public API, the same in urllib3 1.26 and 2.x and
+# ---- CPython 3.9+ (CI runs the client's tests on both urllib3s): PoolManager's
+# ---- pool_classes_by_scheme, a pool's ConnectionCls, a connection's sock, and the _sock of
+# ---- the socket.SocketIO that http.client reads through.
 
 class _DeadlineSocket:
     """A connected socket whose reads together wait no longer than the timeout last set.
