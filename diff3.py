@@ -546,7 +546,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     exit 0 clean, 1 conflicts, 2 trouble (one line on stderr)."""
     parser = argparse.ArgumentParser(prog="mark-diff3", description=(
         "Three-way merge of text files with git-style conflict markers. As git's merge driver: "
-        'git config merge.mark.driver "mark-diff3 %%A %%O %%B -o %%A"'))
+        'git config merge.mark.driver "mark-diff3 %A %O %B -o %A"'))
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     for name in ("ours", "base", "theirs"):
         parser.add_argument(name)

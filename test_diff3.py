@@ -748,6 +748,14 @@ def test_cli_label_with_a_line_break_is_a_bad_argument(files, capsysbinary):
     assert captured.out == b"" and b"line break" in captured.err and captured.err.count(b"\n") == 1
 
 
+def test_cli_help_shows_the_git_driver_line_as_typed(capsys):
+    # The description has no %(prog)s, so argparse prints it as written: "%A", not "%%A".
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--help"])
+    assert exit_info.value.code == 0
+    assert 'git config merge.mark.driver "mark-diff3 %A %O %B -o %A"' in " ".join(capsys.readouterr().out.split())
+
+
 def test_cli_bad_option_is_one_line(files, capsysbinary):
     p = files(ours="X\n", base="a\n", theirs="Y\n")
     with pytest.raises(SystemExit) as exit_info:
