@@ -10,12 +10,12 @@
     $ python -m diff3 OURS BASE THEIRS              # or mark-diff3; exit 0 clean, 1 conflicts, 2 trouble
     $ mark-diff3 OURS BASE THEIRS -o FILE           # as git's merge driver: writes the merge to FILE
 
-The two-way diff (`get_hunks`) is Bram Cohen's patience diff, as bzr and
-breezy have it: the lines both texts share at their start and end are
-matched, then the lines found exactly once in each, in their longest common
-order, and each stretch between two of those is diffed the same way; a
-stretch with no line once in each, after its equal ends, is one change
-(which of its equal lines became which is not known).  A hunk that only
+The two-way diff (`get_hunks`) is Bram Cohen's patience diff: the lines
+both texts share at their start and end are matched (first, as in git's),
+then the lines found exactly once in each, in their longest common order,
+and each stretch between two of those is diffed the same way; a stretch
+with no line once in each, after its equal ends, is one change, as in
+bzr's (which of its equal lines became which is not known).  A hunk that only
 inserts or only deletes is moved down while the line after it equals its
 first, so one change has one place (`_slide`).  The code walks faster
 than it reads; test_diff3.py checks it against a plain recursion of this.
