@@ -348,33 +348,44 @@ class _Change(NamedTuple):  # one side's hunk: base[lo:hi] became `lines`; base[
     copies: bool = False  # rule step 2 grew its reach: which copy of a line it removed is not known
 
 
+class _Group(NamedTuple):  # changes that meet, over base[lo:hi]: what ours and theirs make of those lines
+    lo: int
+    hi: int
+    mine: List[str]
+    yours: List[str]
+    taken: Optional[List[str]]  # what it writes if clean; None: a conflict
+
+
 def _merge(base: List[str], ours: List[str], theirs: List[str], markers: tuple,
            with_base: bool) -> Tuple[List[str], bool]:
     """The merged lines and whether any conflicted."""
     in_base = Counter(base)
     changes = sorted(_changes(base, ours, OURS, in_base) + _changes(base, theirs, THEIRS, in_base))
-    resolved = []  # (lo, hi, ours' lines, theirs' lines, what it writes if clean) of each group
+    groups = []
     for lo, hi, members in _groups(base, changes):
         mine, yours = _apply(base, lo, hi, members, OURS), _apply(base, lo, hi, members, THEIRS)
-        resolved.append((lo, hi, mine, yours, _taken(base[lo:hi], mine, yours)))
-    doubled = _doubled(base, changes, resolved)
-    joined: List[list] = []  # the groups, conflicts (None to write) with no base line between them as one
-    for k, (lo, hi, mine, yours, taken) in enumerate(resolved):
+        groups.append(_Group(lo, hi, mine, yours, _taken(base[lo:hi], mine, yours)))
+    doubled = _doubled(base, changes, groups)
+    blocks: List[_Group] = []  # what to write: conflicts with no base line between them as one (rule step 8)
+    for k, group in enumerate(groups):
         if k in doubled:
-            taken = None
-        if taken is None and joined and joined[-1][4] is None and joined[-1][1] == lo:  # rule step 8
-            joined[-1][1] = hi
-            joined[-1][2] += mine
-            joined[-1][3] += yours
+            group = group._replace(taken=None)
+        if group.taken is None and blocks and blocks[-1].taken is None and blocks[-1].hi == group.lo:
+            blocks[-1].mine.extend(group.mine)  # (in place: a run of many conflicts stays linear)
+            blocks[-1].yours.extend(group.yours)
+            blocks[-1] = blocks[-1]._replace(hi=group.hi)
         else:
-            joined.append([lo, hi, mine, yours, taken])
+            blocks.append(group)
     out: List[str] = []
     pos = 0
-    for lo, hi, mine, yours, taken in joined:
-        out += base[pos:lo]
-        out += _block(base[lo:hi], mine, yours, markers, with_base) if taken is None else taken
-        pos = hi
-    return out + base[pos:], any(taken is None for *_, taken in joined)
+    for block in blocks:
+        out += base[pos:block.lo]
+        if block.taken is None:
+            out += _block(base[block.lo:block.hi], block.mine, block.yours, markers, with_base)
+        else:
+            out += block.taken
+        pos = block.hi
+    return out + base[pos:], any(block.taken is None for block in blocks)
 
 
 def _changes(base: List[str], lines: List[str], side: int, in_base: Counter) -> List[_Change]:
@@ -469,15 +480,16 @@ def _touch_meets(base: List[str], y: _Change, c: _Change, at: int) -> bool:
     """Whether change `y`, whose reach ends at base line `at`, meets change `c`, whose
     reach starts there (rule steps 4 and 5, and 6's own changes)."""
     if y.side == c.side or (c.lo == c.hi and y.lo == y.hi):
-        return True  # a side's own changes stay in one group; both insert at one place
+        return True  # step 6: a side's own changes stay in one group; step 3: both insert at one place
     if y.copies or c.copies:
-        return True
-    # A change that removes lines, at the place: the base line there came into its reach
-    # by step 1, or it gives that line again, so a diff could keep it and insert beside it.
+        return True  # step 4: which copy a step-2 change removed is not known
+    # Step 4: a change that removes lines, at the place: the base line there came into its
+    # reach by step 1, or it gives that line again, so a diff could keep it and insert beside it.
     if y.lo < y.hi and (y.hi != at or base[at - 1] in y.lines):
         return True
     if c.lo < c.hi and (c.lo != at or base[at] in c.lines):
         return True
+    # Step 5: an insertion at the file's edge, and a change beside it that leaves fewer lines.
     insertion, change = (c, y) if c.lo == c.hi else (y, c)
     return insertion.lo == insertion.hi and at in (0, len(base)) and len(change.lines) < change.hi - change.lo
 
@@ -502,16 +514,15 @@ def _taken(old: List[str], mine: List[str], yours: List[str]) -> Optional[List[s
     return mine if yours == old else None
 
 
-def _doubled(base: List[str], changes: List[_Change], resolved: list) -> set:
-    """The clean groups (by index) that write a non-blank line the clean groups together
-    hold more often than ours and than theirs (rule step 7)."""
+def _doubled(base: List[str], changes: List[_Change], groups: List[_Group]) -> set:
+    """The clean groups (by index) whose text holds a non-blank line the clean groups
+    together add more times than ours' changes do and than theirs' do (rule step 7)."""
     ours, theirs = (_gain(base, [(c.lo, c.hi, c.lines) for c in changes if c.side == side]) for side in (OURS, THEIRS))
-    merged = _gain(base, [(lo, hi, taken) for lo, hi, _, _, taken in resolved if taken is not None])
+    merged = _gain(base, [(g.lo, g.hi, g.taken) for g in groups if g.taken is not None])
     twice = {line for line, n in merged.items() if n > 0 and n > ours[line] and n > theirs[line] and line.strip()}
     if not twice:
         return set()
-    return {k for k, (*_, taken) in enumerate(resolved)
-            if taken is not None and not twice.isdisjoint(map(_unended, taken))}
+    return {k for k, g in enumerate(groups) if g.taken is not None and not twice.isdisjoint(map(_unended, g.taken))}
 
 
 def _gain(base: List[str], edits: List[Tuple[int, int, List[str]]]) -> Counter:
