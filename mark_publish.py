@@ -37,14 +37,15 @@ between with status `conflict`, naming the newest version C.  What
 
 - any mode: if version C holds the caller's body, the server stored the
   write after all.  As expected + 1 it landed: `ok`.  Later, it is a
-  stale write, put back as the next paragraph says.
+  stale write, put back as the next paragraph says.  (Merge mode reads
+  the base first: with the base gone, it answers `base-unavailable`.)
 - "fail" (the default): answers `conflict` (`your-version`, `current-version`).
 - "candidate": answers `merge-candidate`, diff3(base, ours, C) unpublished
   (after an undo, against the undo),
   with `publish-at-version`, for an agent that reads a merge before it lands.
 - "merge": the merge loop (`_publish_loop`).  Each round reads a version
   by number (first C) and PUBLISHes diff3(base, ours, it) against it; base
-  is the version the caller edited, read once.  Overlap publishes nothing:
+  is the version the caller edited, read once.  A round that overlaps publishes nothing:
   `conflict, mergeable: false` with the marked body, for a person or an
   LLM.  A PUBLISH that conflicts again names the next version to read; if
   that does not hold what was just sent (yet another writer), the loop
@@ -75,13 +76,14 @@ Version 0 is the empty document, never fetched.
 Stale writes.  Stored as V over another writer's version L = V - 1, the
 write dropped L's edits, and the call puts back what a correct server would
 have left.  In merge mode, if `diff3(the version the write was made
-against, L, latest)` is clean, it publishes that (`ok`, `repaired: L`).
+against, L, latest)` is clean, it publishes that (`ok`, `repaired: L`,
+and `their-version` the version it went onto: V or a later one).
 Otherwise, in every mode, it publishes L's exact body again against V (an
 undo, which the server refuses if anyone built on V) and answers as that
 mode answers a write refused in conflict with L, with `repaired: L` (and
 the undo, which holds L's body, as the current version).  Otherwise
-(someone built on V, so the undo is or would be refused, or no PUBLISH is
-left) it raises `MarkError("overwritten")` with
+(another writer's version came after V, so the undo is or would be
+refused, or no PUBLISH is left) it raises `MarkError("overwritten")` with
 `metadata["lost-version"] = str(L)` and publishes nothing more (or, when
 the undo itself was stored over yet another writer's version, names that
 one: L is back, and it is not).  A version
@@ -122,7 +124,7 @@ __all__ = [
 ]
 
 # After a lost race, a merge waits up to this long, then twice as long, and so on (at random:
-# writers that lost together do not come back together), within the client's timeout.
+# writers that lost together do not come back together), while the call's pauses stay within `timeout` seconds.
 # `python bench.py publish` at 8 writers: 0.02 s escalates ~35% of edits, 0.3 s ~1%.
 RETRY_PAUSE = 0.3
 
@@ -263,7 +265,7 @@ def publish_edit(
     max_retries: int = 3,
     metadata: Optional[Dict[str, str]] = None,
 ) -> PublishResult:
-    """PUBLISH `edit(body of the latest version)`, first against `version`, then as the merge loop does.
+    """PUBLISH `edit(body of version)` against `version`; after a lost race, `edit` of the newest, as the merge loop does.
 
     `edit` returns the text to publish and whether it holds an overlap (a
     text with conflict markers, published never).  At most 1 + `max_retries`
@@ -452,7 +454,8 @@ def _step_aside(client: MarkClient, path: str, current: int, budget: _Budget) ->
 def _undo(client: MarkClient, path: str, lost: int, stale: int, budget: _Budget,
           metadata: Optional[Dict[str, str]]) -> int:
     """Publish version `lost`'s body again against `stale`, the write of ours the server stored over it:
-    the version the undo became.  MarkError("overwritten") when it did not land as `stale + 1`."""
+    the version the undo became (the client checks that a created one is `stale + 1`).  MarkError("overwritten")
+    when it was refused in conflict."""
     if not budget.left:
         raise _overwritten(path, lost, "no PUBLISH was left to undo ours")
     body = _body(client, path, lost)
