@@ -35,8 +35,9 @@ base's, "=======", theirs' lines, ">>>>>>> theirs").  The rule:
    between the nearest lines once in base the side keeps: which copy went
    is not known (`_copies`).
 3. Changes of the two sides meet when their reaches share a line, when
-   one inserts strictly inside the other's reach, or when both insert at
-   one place, an insertion's place being anywhere in its reach (`_meets`).
+   one inserts strictly inside the other's reach (or inside the span of
+   the group the other is in, step 6), or when both insert at one place,
+   an insertion's place being anywhere in its reach (`_meets`).
 4. Changes whose reaches touch (one ends where the other starts) also
    meet when either is one of step 2's, or when one that removes lines
    has, at that place, a base line its reach grew over or one it gives
@@ -472,7 +473,7 @@ def _meets(base: List[str], group: list, c: _Change) -> bool:
     members (rule steps 3-5)."""
     _, hi, members = group
     if c.top != hi:
-        return c.top < hi  # shares a line with a member's reach, or inserts strictly inside it
+        return c.top < hi  # shares a line with the group's span, or inserts strictly inside it
     return any(_touch_meets(base, m, c, hi) for m in members if m.bottom == hi)
 
 
