@@ -513,10 +513,10 @@ def publish_row(label: str, url: str, token: str, verify, writers: int, mode: st
                          for w in names])
     with MarkClient(url, token=token, verify=verify) as reader:
         final = reader.fetch("/bench.md").body
-        named = [reader.fetch("/bench.md", version=v).body for r in results for v in r["named"]]
+        named_bodies = [reader.fetch("/bench.md", version=v).body for r in results for v in r["named"]]
     landed = [line for r in results for line in r["landed"]]
     missing = [line for line in landed if f"\n{line}\n" not in final]
-    told = sum(any(f"\n{line}\n" in body for body in named) for line in missing)
+    told = sum(any(f"\n{line}\n" in body for body in named_bodies) for line in missing)
     lost = len(missing) - told
     latencies = sorted(t for r in results for t in r["latencies"])
     p95 = latencies[min(len(latencies) - 1, int(0.95 * len(latencies)))]
