@@ -35,10 +35,11 @@ the caller edited (`expected-version`) and loses to any writer that came in
 between with status `conflict`, naming the newest version C.  What
 `mark_publish` does then, by `on_conflict`:
 
-- any mode: if version C holds the caller's body, the server stored the
-  write after all.  As expected + 1 it landed: `ok`.  Later, it is a
-  stale write, put back as the next paragraph says.  (Merge mode reads
-  the base first: with the base gone, it answers `base-unavailable`.)
+- any mode, first (before anything needs the base): if version C holds
+  the caller's body, the server stored the write after all (`_our_write`
+  decides it).  As expected + 1 it landed: `ok`.  Later, it is a stale
+  write, put back as "Stale writes" below says, whether or not the base
+  can still be read.
 - "fail" (the default): answers `conflict` (`your-version`, `current-version`).
 - "candidate": answers `merge-candidate`, diff3(base, ours, C) unpublished
   (after an undo, against the undo),
@@ -58,25 +59,26 @@ published is known without another FETCH):
 
     no race          PUBLISH at E -> ok or created
     landed after all PUBLISH at E -> conflict naming E + 1; FETCH /v(E+1) holds the body: ok
-                     (merge mode reads the base, FETCH /vE, first)
     fail             PUBLISH at E -> conflict C; FETCH /vC (is it ours?)
     candidate        PUBLISH at E -> conflict C; FETCH /vC; FETCH /vE (the base)
-    merge            PUBLISH at E -> conflict C; FETCH /vE; FETCH /vC; PUBLISH the merge at C
-    merge, overlap   PUBLISH at E -> conflict C; FETCH /vE; FETCH /vC (nothing published)
+    merge            PUBLISH at E -> conflict C; FETCH /vC; FETCH /vE; PUBLISH the merge at C
+    merge, overlap   PUBLISH at E -> conflict C; FETCH /vC; FETCH /vE (nothing published)
+    base gone        ... FETCH /vE -> not-found; FETCH (the newest number): base-unavailable
     lost again       PUBLISH at C -> conflict C2; FETCH /vC2 (is it ours?); pause;
                      FETCH (the newest number, N); FETCH /vN; PUBLISH the merge at N
                      (no PUBLISH left: FETCH /vC2 only, then contention)
     stale write      PUBLISH at E -> conflict C > E + 1, and FETCH /vC holds the body, so
                      L = C - 1: FETCH /vL; PUBLISH L's body at C (the undo); then the
-                     mode's answer.  Merge mode reads /vE before /vC, and before the undo
-                     PUBLISHes diff3(E, L, C) at C if that is clean (then no undo)
+                     mode's answer.  Merge mode first reads /vE and PUBLISHes
+                     diff3(E, L, C) at C if that is clean (then no undo); with /vE
+                     gone it undoes, and answers base-unavailable
 
 Version 0 is the empty document, never fetched.
 
 Stale writes.  Stored as V over another writer's version L = V - 1, the
 write dropped L's edits, and the call puts back what a correct server would
-have left.  In merge mode, if `diff3(the version the write was made
-against, L, latest)` is clean, it publishes that (`ok`, `repaired: L`,
+have left.  In merge mode, if the version the write was made against
+can be read and `diff3(it, L, latest)` is clean, it publishes that (`ok`, `repaired: L`,
 and `their-version` the version it went onto: V or a later one).
 Otherwise, in every mode, it publishes L's exact body again against V (an
 undo, which the server refuses if anyone built on V) and answers as that
@@ -92,8 +94,8 @@ the very same body would count too.
 
 One budget per call: `mark_publish` sends at most 1 + `max_retries`
 PUBLISHes, repairs included (a request the server refused unhandled and the
-client sent again is the same PUBLISH); every one after the first goes
-through one `_Budget`.  So every version the call publishes is the caller's
+client sent again is the same PUBLISH); every one, the first included, goes
+through the one `_Budget` the call makes.  So every version the call publishes is the caller's
 body, a clean diff3 merge, or an earlier version's exact body: never a
 guess, never a conflict marker the caller did not send.
 
@@ -101,6 +103,14 @@ guess, never a conflict marker the caller did not send.
 `mark_sections.update_section` writes one section through it.  This file
 needs `diff3.py` and `mark_client.py` (and `requests`) beside it, and
 `mark_sections.py` for the CLI's `--section`.
+
+What it asks of the client (mark_client.py): `publish(path, body,
+expected_version, metadata)`, `fetch(path, version=N)` for every body,
+`request("FETCH", path)` for the newest version's number only,
+`versions` and `append` (`mark_append`), and `timeout`.  The client keeps
+the last 64 versions it read by number or published with
+`expected_version` (answered `ok` or `created`), so reading one of them
+again sends nothing; the newest version's number is never cached.
 """
 
 from __future__ import annotations
@@ -185,11 +195,13 @@ def mark_publish(
     and ("overwritten") for another writer's version it could not restore.
     """
     _check_publish(path, body, expected_version, max_retries, on_conflict)
-    response = client.publish(path, body, expected_version, metadata)
+    budget = _Budget(1 + max_retries, client.timeout)
+    response = budget.publish(client, path, body, expected_version, metadata)
     version = _landed(response, f"PUBLISH {path}")
     if version is not None:
         return PublishResult("ok", version=version, merged=False)
-    return after_conflict(client, path, body, expected_version, response, on_conflict, max_retries, metadata)
+    return _after_conflict(client, path, _Sent(body, expected_version), response.number("server-version"),
+                           on_conflict, budget, metadata)
 
 
 def after_conflict(
@@ -205,19 +217,8 @@ def after_conflict(
     """What `mark_publish` does once its PUBLISH of `body` at `expected_version` answered
     `conflict`, as the module docstring says, with at most `max_retries` more PUBLISHes."""
     _check_publish(path, body, expected_version, max_retries, on_conflict)
-    current, sent = conflict.number("server-version"), _Sent(body, expected_version)
-    budget = _Budget(max_retries, client.timeout)
-    if on_conflict == "merge":
-        return _merge(client, path, body, expected_version, current, sent, budget, metadata)
-    repaired = None
-    if _is_ours(client, path, sent, current):  # the server stored it after all
-        if current == expected_version + 1:
-            return PublishResult("ok", version=current, merged=False)
-        repaired = current - 1
-        current = _undo(client, path, repaired, current, budget, metadata)
-    if on_conflict == "fail":
-        return PublishResult("conflict", your_version=expected_version, current_version=current, repaired=repaired)
-    return _candidate(client, path, body, expected_version, current, repaired)
+    return _after_conflict(client, path, _Sent(body, expected_version), conflict.number("server-version"),
+                           on_conflict, _Budget(max_retries, client.timeout), metadata)
 
 
 def merge_and_publish(
@@ -231,14 +232,15 @@ def merge_and_publish(
     """Merge `body` (edited from `expected_version`) onto the latest version and publish it:
     at most `max_retries` PUBLISHes.
 
-    When that version is gone (never was, or dropped by the server's
-    retention), returns `status: conflict, reason: base-unavailable`: fetch
-    the document and redo the edit.
+    If the latest version is `body`, published by the caller before, it
+    counts as this call's write: landed, or a stale write put back, as
+    `mark_publish` does.  When the version edited from is gone (never was,
+    or dropped by the server's retention), returns `status: conflict,
+    reason: base-unavailable`: fetch the document and redo the edit.
     """
     _check_publish(path, body, expected_version, max_retries)
-    current = _current_version(client, path)
-    return _merge(client, path, body, expected_version, current, _Sent(body, expected_version),
-                  _Budget(max_retries, client.timeout), metadata)
+    budget = _Budget(max_retries, client.timeout)
+    return _merge(client, path, _Sent(body, expected_version), _current_version(client, path), budget, metadata)
 
 
 def merge_candidate(client: MarkClient, path: str, body: str, expected_version: int) -> PublishResult:
@@ -251,10 +253,10 @@ def merge_candidate(client: MarkClient, path: str, body: str, expected_version: 
     write of `body` is merged with as any other version, not repaired.
     """
     _check_publish(path, body, expected_version, 1)
-    current = _current_version(client, path)
-    if current == expected_version + 1 and _is_ours(client, path, _Sent(body, expected_version), current):
+    current, sent = _current_version(client, path), _Sent(body, expected_version)
+    if _our_write(client, path, sent, current) == "landed":
         return PublishResult("ok", version=current, merged=False)
-    return _candidate(client, path, body, expected_version, current, None)
+    return _candidate(client, path, sent, current, None)
 
 
 def publish_edit(
@@ -276,7 +278,8 @@ def publish_edit(
     check_path(path)
     check_int("version", version, minimum=0)
     check_int("max_retries", max_retries, minimum=1)
-    outcome = _publish_loop(client, path, edit, version, None, _Budget(1 + max_retries, client.timeout), metadata)
+    budget = _Budget(1 + max_retries, client.timeout)
+    outcome = _publish_loop(client, path, edit, version, None, budget, metadata)
     return _answer(outcome, False, version, version, max_retries)
 
 
@@ -326,10 +329,14 @@ class _Outcome(NamedTuple):
 
 
 class _Budget:
-    """The PUBLISHes a call has left, and until when it may pause between them.  Every PUBLISH
-    of the call, repairs included, goes through `publish`, so that no path can send more than
-    the call was given: `max_retries` after a first PUBLISH answered conflict (`after_conflict`),
-    1 + `max_retries` where the first is the loop's own (`publish_edit`)."""
+    """The PUBLISHes a call has left, and until when it may pause between them.
+
+    Each public entry point makes one, first thing, and every PUBLISH it
+    sends, its first and its repairs included, goes through `publish`, so
+    that no path can send more than the call was given: 1 + `max_retries`
+    for `mark_publish` and `publish_edit`, `max_retries` for
+    `after_conflict` and `merge_and_publish` (their caller sent the first).
+    """
 
     def __init__(self, tries: int, seconds: float):
         self.tries, self.spent, self.until = tries, 0, time.monotonic() + seconds
@@ -344,16 +351,44 @@ class _Budget:
         return client.publish(path, body, against, metadata)
 
 
-def _merge(client: MarkClient, path: str, body: str, expected_version: int, current: int, sent: _Sent,
-           budget: _Budget, metadata: Optional[Dict[str, str]]) -> PublishResult:
-    """The merge loop of `body` onto the latest version, for "merge" and `merge_and_publish`.
-    (When the base is gone, nothing is published and nothing checked: the answer says base-unavailable.)"""
-    base = _base(client, path, expected_version)
+def _after_conflict(client: MarkClient, path: str, sent: _Sent, current: int, on_conflict: str, budget: _Budget,
+                    metadata: Optional[Dict[str, str]]) -> PublishResult:
+    """What a PUBLISH of `sent` that answered conflict naming `current` comes to, by `on_conflict`."""
+    if on_conflict == "merge":
+        return _merge(client, path, sent, current, budget, metadata)
+    write = _our_write(client, path, sent, current)
+    if write == "landed":
+        return PublishResult("ok", version=current, merged=False)
+    repaired = None
+    if write == "stale":
+        repaired = current - 1
+        current = _undo(client, path, repaired, current, budget, metadata)
+    if on_conflict == "fail":
+        return PublishResult("conflict", your_version=sent.against, current_version=current, repaired=repaired)
+    return _candidate(client, path, sent, current, repaired)
+
+
+def _merge(client: MarkClient, path: str, sent: _Sent, current: int, budget: _Budget,
+           metadata: Optional[Dict[str, str]]) -> PublishResult:
+    """The merge loop of `sent` onto version `current` and on, for "merge" and `merge_and_publish`.
+
+    Whether `current` is our write is asked before the base is read, so that
+    a stale write is put back (undone) even when the base is gone; with the
+    base there, the loop's first round finds it again and repairs it.
+    """
+    write = _our_write(client, path, sent, current)
+    if write == "landed":
+        return PublishResult("ok", version=current, merged=False)
+    base = _base(client, path, sent.against)
     if base is None:
-        return _base_unavailable(client, path, expected_version)
+        repaired = None
+        if write == "stale":  # without the base nothing can be merged: only the undo puts L back
+            repaired = current - 1
+            _undo(client, path, repaired, current, budget, metadata)
+        return _base_unavailable(client, path, sent.against, repaired)
     retries = budget.left
-    outcome = _publish_loop(client, path, _change(base, body), current, sent, budget, metadata)
-    return _answer(outcome, outcome.text == body, expected_version, expected_version, retries)
+    outcome = _publish_loop(client, path, _change(base, sent.text), current, sent, budget, metadata)
+    return _answer(outcome, outcome.text == sent.text, sent.against, sent.against, retries)
 
 
 def _answer(outcome: _Outcome, plain: bool, base_version: int, your_version: Optional[int],
@@ -385,9 +420,10 @@ def _publish_loop(client: MarkClient, path: str, edit: Callable[[str], Tuple[str
     """
     while True:
         theirs = _body(client, path, current)
-        if _is_ours(client, path, sent, current):
-            if current == sent.against + 1:
-                return _Outcome("ok", current, theirs, sent.against)
+        write = _our_write(client, path, sent, current)
+        if write == "landed":
+            return _Outcome("ok", current, theirs, sent.against)
+        if write == "stale":
             return _repair(client, path, edit, sent, current, budget, metadata)
         if not budget.left:
             return _Outcome("contention", current)
@@ -399,7 +435,7 @@ def _publish_loop(client: MarkClient, path: str, edit: Callable[[str], Tuple[str
         if version is not None:
             return _Outcome("ok", version, text, current)
         sent, current = _Sent(text, current), response.number("server-version")
-        if budget.left and not _is_ours(client, path, sent, current):  # others keep publishing
+        if budget.left and _our_write(client, path, sent, current) is None:  # others keep publishing
             current = _step_aside(client, path, current, budget)
 
 
@@ -431,13 +467,21 @@ def _change(base: str, changed: str) -> Callable[[str], Tuple[str, bool]]:
     return lambda latest: diff3(base, changed, latest)
 
 
-def _is_ours(client: MarkClient, path: str, sent: Optional[_Sent], version: int) -> bool:
-    """Whether `version` is the write `sent`, stored after all: later than the version it was sent
-    against, and holding its body (a version the server will not give is not ours)."""
+def _our_write(client: MarkClient, path: str, sent: Optional[_Sent], version: int) -> Optional[str]:
+    """Is version `version` the write `sent`, stored after all?  The one place this is decided.
+
+    "landed": it is `sent.against + 1`, where a correct server stores it.
+    "stale": it is later, so the server stored it over another writer's
+    version - 1, whose edits it dropped.  None: not ours (no write, an
+    earlier version, another body, or a version the server will not give).
+    A version counts as ours by its body alone.
+    """
     if sent is None or version <= sent.against:
-        return False
+        return None
     response = client.fetch(path, version=version)
-    return response.status == "ok" and response.body == sent.text
+    if response.status != "ok" or response.body != sent.text:
+        return None
+    return "landed" if version == sent.against + 1 else "stale"
 
 
 def _step_aside(client: MarkClient, path: str, current: int, budget: _Budget) -> int:
@@ -455,18 +499,19 @@ def _undo(client: MarkClient, path: str, lost: int, stale: int, budget: _Budget,
           metadata: Optional[Dict[str, str]]) -> int:
     """Publish version `lost`'s body again against `stale`, the write of ours the server stored over it:
     the version the undo became (the client checks that a created one is `stale + 1`).  MarkError("overwritten")
-    when it was refused in conflict."""
+    when it was refused in conflict, or itself stored over another writer's version."""
     if not budget.left:
         raise _overwritten(path, lost, "no PUBLISH was left to undo ours")
-    body = _body(client, path, lost)
-    response = budget.publish(client, path, body, stale, metadata)
+    undo = _Sent(_body(client, path, lost), stale)
+    response = budget.publish(client, path, undo.text, stale, metadata)
     version = _landed(response, f"PUBLISH {path}")
     if version is not None:
         return version
     named = response.number("server-version")
-    if not _is_ours(client, path, _Sent(body, stale), named):
+    write = _our_write(client, path, undo, named)
+    if write is None:
         raise _overwritten(path, lost, f"version {named}, someone else's, came before the undo")
-    if named > stale + 1:
+    if write == "stale":
         raise _overwritten(path, named - 1, "the undo of ours was itself stored over it")
     return named
 
@@ -486,13 +531,12 @@ def _overwritten(path: str, lost: int, why: str) -> MarkError:
                                     "with the latest", {"lost-version": str(lost)}, may_have_landed=True)
 
 
-def _candidate(client: MarkClient, path: str, body: str, expected_version: int, current: int,
-               repaired: Optional[int]) -> PublishResult:
-    base = _base(client, path, expected_version)
+def _candidate(client: MarkClient, path: str, sent: _Sent, current: int, repaired: Optional[int]) -> PublishResult:
+    base = _base(client, path, sent.against)
     if base is None:
-        return replace(_base_unavailable(client, path, expected_version), repaired=repaired)
-    merged, had_conflict = diff3(base, body, _body(client, path, current))
-    return PublishResult("merge-candidate", your_version=expected_version, current_version=current,
+        return _base_unavailable(client, path, sent.against, repaired)
+    merged, had_conflict = diff3(base, sent.text, _body(client, path, current))
+    return PublishResult("merge-candidate", your_version=sent.against, current_version=current,
                          publish_at_version=current, has_markers=had_conflict, repaired=repaired, body=merged)
 
 
@@ -508,9 +552,9 @@ def _base(client: MarkClient, path: str, expected_version: int) -> Optional[str]
     return response.body
 
 
-def _base_unavailable(client: MarkClient, path: str, expected_version: int) -> PublishResult:
+def _base_unavailable(client: MarkClient, path: str, expected_version: int, repaired: Optional[int]) -> PublishResult:
     return PublishResult("conflict", your_version=expected_version, current_version=_current_version(client, path),
-                         mergeable=False, reason="base-unavailable")
+                         mergeable=False, reason="base-unavailable", repaired=repaired)
 
 
 def _body(client: MarkClient, path: str, version: int) -> str:

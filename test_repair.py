@@ -42,6 +42,7 @@ class FakeMark:
         self.server_error = None  # "after storing" or "instead": the next PUBLISH answers server-error
         self.lose_answer = False  # the next PUBLISH is stored, and its answer lost
         self.after_fetch = {}  # path: what happens once it has been read
+        self.gone = set()  # versions the server let go (its retention): not-found by number
         self.requests = []
         self.published = []  # the bodies PUBLISHed, in order
         for verb in ("FETCH", "PUBLISH", "VERSIONS"):
@@ -65,7 +66,7 @@ class FakeMark:
         number = re.fullmatch(r"/p/v(\d+)", path)
         if number:
             n = int(number.group(1))
-            if not 1 <= n <= len(self.versions):
+            if not 1 <= n <= len(self.versions) or n in self.gone:
                 return self.reply("not-found", "\n# Not found\n\nno such version\n")
             return self.reply("ok", self.versions[n - 1], version=n, current_version=len(self.versions))
         shown = self.versions[(self.lag or len(self.versions)) - 1]
@@ -155,6 +156,45 @@ def test_a_writer_that_built_on_the_stale_write_makes_it_raise_naming_the_lost_v
     # Nothing published after: no guess, and never a marker line (this once published both, or markers).
     assert len(server.versions) == 4
     assert not any(line.startswith(("<<<<<<<", ">>>>>>>")) for text in server.versions for line in text.splitlines())
+
+
+@pytest.mark.parametrize("eol", ["\n", "\r\n"], ids=["LF", "CRLF"])
+@pytest.mark.parametrize("mode", ["merge", "fail", "candidate"])
+def test_a_stale_write_is_put_back_when_the_base_is_gone(fake, client, mode, eol):
+    # Merge mode read the base first and, with it gone, answered base-unavailable and left
+    # ours stored as v3 over their v2: their edit gone from the document, and no error naming it.
+    base, ours, theirs = (text.replace("\n", eol) for text in (BASE, OURS, THEIRS))
+    server = fake(base)
+    server.race = [lands(theirs)]  # ours, sent against v1, is stored as v3 over their v2
+    server.gone = {1}  # and the server has let v1, the base, go
+    res = mark_publish(client, "/p", ours, 1, on_conflict=mode)
+    assert server.versions == [base, theirs, ours, theirs]  # v4, the undo, is v2's body again
+    assert (res.status, res.your_version, res.current_version, res.repaired) == ("conflict", 1, 4, 2)
+    assert res.reason == (None if mode == "fail" else "base-unavailable")
+    assert ("FETCH", "/p/v3") in server.requests  # looked at, not merged with: ours is not published
+
+
+@pytest.mark.parametrize("eol", ["\n", "\r\n"], ids=["LF", "CRLF"])
+def test_a_stale_write_that_cannot_be_put_back_raises_when_the_base_is_gone(fake, client, eol):
+    base, ours, theirs = (text.replace("\n", eol) for text in (BASE, OURS, THEIRS))
+    server = fake(base)
+    server.race = [lands(theirs)]  # ours is stored as v3 over their v2
+    server.gone = {1}
+    server.after_fetch = {"/p/v3": lands(ours.replace("Middle.", "Middle, X."))}  # X builds on v3 at once
+    with pytest.raises(MarkError, match="over version 2") as caught:
+        mark_publish(client, "/p", ours, 1, on_conflict="merge")
+    assert (caught.value.status, caught.value.metadata["lost-version"]) == ("overwritten", "2")
+    assert len(server.versions) == 4  # nothing published after X's
+
+
+def test_merge_and_publish_finds_its_own_stale_write_before_it_needs_the_base(fake, client):
+    server = fake(BASE)
+    server.race = [lands(THEIRS)]
+    assert client.publish("/p", OURS, 1).status == "conflict"  # the caller's own PUBLISH: stored as v3
+    server.gone = {1}
+    res = merge_and_publish(client, "/p", OURS, 1)
+    assert server.versions == [BASE, THEIRS, OURS, THEIRS]
+    assert (res.status, res.reason, res.current_version, res.repaired) == ("conflict", "base-unavailable", 4, 2)
 
 
 def test_fail_mode_undoes_its_stale_write(fake, client):
