@@ -12,53 +12,83 @@
     ('ok', 1, '# Notes\\n')
     >>> client.close(); server.close()
 
-`MarkClient` sends a Mark request per call (a few where a rule below says
-so) and returns the server's answer, whatever its status (`ok`, `created`,
-`conflict`, `not-found`, ...), as `MarkResponse(status, metadata, body)`.
-It raises `MarkError` only when no usable answer came back: none, or one
-that fails the checks of rule 5.  The rules, in the order a call meets them:
+`MarkClient` sends one Mark request per call and returns the server's
+answer, whatever its Mark status (`ok`, `created`, `conflict`,
+`not-found`, `server-error`, ...), as `MarkResponse(status, metadata,
+body)`.  Bad arguments raise ValueError or TypeError, naming the argument,
+before anything is sent.  MarkError is raised where the table below says.
+The token travels as `auth` metadata in the body, never in a URL, a repr
+or an error; plain http:// gets it for loopback hosts only, unless
+`allow_insecure_http=True`.  Exceptions to "one request per call":
+`fetch(path)` also reads the version the answer names (`fetch` says why),
+and a write whose outcome is unknown is looked up (the table's "look").
 
-1. Bad arguments raise ValueError or TypeError, naming the argument, before
-   anything is sent.  The token travels as `auth` metadata in the body,
-   never in a URL, a repr or an error; plain http:// gets it for loopback
-   hosts only unless `allow_insecure_http=True`.
-2. The wire: `http(s)://` is Mark over HTTP (the verb is the HTTP method,
-   the Mark request is the HTTP body, sent to base_url + the path
-   percent-encoded, "#" included; redirects never followed; an answer is
-   only an HTTP 200).  `mark://` is Mark over QUIC, through mark_quic.py.
-3. `timeout` is a deadline for each request, its resends included, kept
-   without threads: every socket read of an HTTP answer, status line and
-   headers included, waits only for the time left (`_DeadlineSocket`).  A
-   call that sends several requests (rules 6 and 7) gives each its own.
-4. A request the server refused unhandled (HTTP 429/503, an empty QUIC
-   answer: the real server's rate limit) is sent again after a jittered,
-   growing pause (or exactly `Retry-After`), at most REFUSED_TRIES times
-   in all; a pause that would pass the deadline is not taken: then
-   MarkError("refused").
-5. An answer is checked before it is believed: at most MAX_RESPONSE_BYTES
-   (refused while it arrives), not compressed, as long as its
-   Content-Length says, its body matching its `content-hash`, and a
-   close-delimited one must carry a `content-hash`.
-6. A PUBLISH or APPEND whose answer was lost after it went out (or that
-   answered `server-error`, which the real server can answer after
-   storing) is looked for: VERSIONS, then the versions after
-   `expected_version` up to the current one, at most _LOOK_AHEAD (`_stored`).
-   Found as expected + 1 it is `created`, found later it is the `conflict`
-   the real server answers for a stale write.  Not found (or the look-up
-   failed): a connection that closed without a byte of answer was a
-   refusal, and the write is sent again (its `expected-version` makes a
-   second copy a conflict, never a second version); any other lost
-   answer, garbled or mismatched, is MarkError with `may_have_landed`.
-   A write without `expected_version` cannot be looked for, so it is
-   never sent twice.
-7. Versions are immutable, so `fetch(path, version=N)` is cached (the
-   last _CACHED_VERSIONS), and a version this client published with
-   `expected_version` and saw answered ok or created is cached as it sent
-   it (its own body, metadata and `version`, no more).  `fetch(path)`
-   also reads the version its number names, because the real server's
-   current link can lag its newest version: where the bodies differ, it
-   answers the numbered version's body and `content-hash`, drops the
-   `etag`, and keeps the rest of the newest answer's metadata.
+The wire.  `http(s)://` is Mark over HTTP: the verb is the HTTP method,
+the Mark request is the HTTP body, sent to base_url + the path
+percent-encoded ("#" included); redirects are never followed, and an
+answer is an HTTP 200.  `mark://` is Mark over QUIC, through mark_quic.py.
+An answer is believed only whole: at most MAX_RESPONSE_BYTES (refused
+while it arrives), not compressed, as long as its Content-Length says
+(else chunked, or carrying a `content-hash`), its body matching its
+`content-hash`.
+
+`timeout` (seconds) is the deadline of one request: its connect, its
+sending, every read of its answer (status line and headers included, so a
+server that drips its answer is cut off: see the deadline's section at the
+end of this file) and its resends after refusals all fit in it.  It is not
+a limit for a whole call: `fetch(path)` sends two requests, and a look-up
+sends a VERSIONS and up to _LOOK_AHEAD FETCHes, each with a `timeout` of
+its own.  No thread is started for it.
+
+What a request can meet, and what the client does.  A read is FETCH, LIST
+or VERSIONS; a write with E is `publish(..., expected_version=E)` or
+`append`; a write without is `publish` without it, or any other verb
+through `request`.  `_send` is this table, row by row.
+
+    failure                              read         write with E                write without E
+    -----------------------------------  -----------  --------------------------  ---------------
+    could not connect                    error        error                       error
+    refused: HTTP 429 or 503, or an      again        again                       again
+      empty QUIC answer (not handled)
+    closed without a byte of answer      again        look; not found: again      landed?
+    reset mid-answer                     error        look; not found: landed?    landed?
+    timeout: no whole answer by the      error        look; not found: landed?    landed?
+      deadline
+    short body (under Content-Length)    error        look; not found: landed?    landed?
+    oversized (over MAX_RESPONSE_BYTES)  error        look; not found: landed?    landed?
+    hash mismatch (`content-hash`)       error        look; not found: landed?    landed?
+    not HTTP 200 (nor 429 or 503)        error        look; not found: landed?    landed?
+    not a Mark response, compressed,     error        look; not found: landed?    landed?
+      no length and no content-hash
+    QUIC: closed mid-answer              once more,   look; not found: landed?    landed?
+                                           then error
+    `server-error` (a Mark answer)       returned     look; not found: returned   returned
+    `created` as a version but E + 1     -            landed? (no look-up)        returned
+      (or `ok` as neither E nor E + 1)
+
+- again: sent again after a jittered pause that grows from about 0.1 s
+  (exactly `Retry-After`, if the server gives one), over QUIC on a new
+  connection, at most REFUSED_TRIES sends in all and never past the
+  deadline; then MarkError("refused") for a refusal, and for a closed
+  connection "error" (a read) or "landed?" (a write).  A write with E
+  sent again cannot land twice: its `expected-version` makes a second
+  copy a conflict.
+- look: `_look_up` reads VERSIONS and the versions after E (at most
+  _LOOK_AHEAD).  One holding what the write makes (its body, for APPEND
+  the version before with the text appended, and the metadata it sent) is
+  answered as the server would have: `created` as version E + 1;
+  `conflict` naming it (`server-version`) when later, over versions in
+  between (the real server's stale write).  A look-up whose own requests
+  fail finds nothing.
+- error: MarkError("transport"), `may_have_landed` False.
+- landed?: MarkError("transport") with `may_have_landed` True: the write
+  went out and whether it was stored is unknown; fetch before retrying.
+- returned: the answer, as a MarkResponse.
+
+Versions are immutable, so `fetch(path, version=N)` is cached (the last
+_CACHED_VERSIONS), and so is a version this client published with
+`expected_version` and saw answered `ok` or `created`: as it sent it (its
+body, its metadata and `version`, no more).
 """
 
 from __future__ import annotations
@@ -72,7 +102,7 @@ import socket
 import time
 from collections import OrderedDict
 from http.client import RemoteDisconnected
-from typing import Callable, Dict, NamedTuple, Optional, Tuple, Union
+from typing import Dict, NamedTuple, Optional, Tuple, Union
 from urllib.parse import quote, urlsplit
 
 import requests
@@ -94,8 +124,8 @@ _READS = ("FETCH", "LIST", "VERSIONS")  # verbs safe to send again
 # while it arrives, never held whole.
 MAX_RESPONSE_BYTES = 24 * 1024 * 1024
 _CACHED_VERSIONS = 64  # immutable versions kept per client
-REFUSED_TRIES = 8  # sends of a request the server keeps refusing unhandled, within the deadline
-_LOOK_AHEAD = 16  # versions after expected-version searched for a write whose answer was lost
+REFUSED_TRIES = 8  # sends of a request, in all, while the server refuses it or closes unanswered
+_LOOK_AHEAD = 16  # versions after expected-version searched for a write whose outcome is unknown
 
 
 class MarkResponse(NamedTuple):
@@ -118,13 +148,14 @@ class MarkError(Exception):
     """What went wrong, as a script branches on it.
 
     `status` is a Mark error status the server answered ("not-found",
-    "not-permitted", ...), or: "transport" (no usable answer came back),
-    "refused" (the server kept refusing the request unhandled: try again
-    later), "overwritten" (raised by mark_publish: a version the server
-    overwrote could not be restored; `metadata["lost-version"]` names it).
-    `may_have_landed`: the request went out and no whole answer came back,
-    so for a write, whether it was stored is unknown (for "overwritten":
-    it was): fetch before retrying.
+    "not-permitted", ...; raised by mark_publish, not by this client), or:
+    "transport" (no usable answer came back, or one the request rules
+    out: see the module docstring's table), "refused" (the server kept
+    refusing the request without handling it: try again later),
+    "overwritten" (raised by mark_publish: a version the server overwrote
+    could not be restored; `metadata["lost-version"]` names it).
+    `may_have_landed`: a write went out and whether it was stored is
+    unknown (for "overwritten": it was): fetch before retrying.
     """
 
     def __init__(self, status: str, message: str, metadata: Optional[Dict[str, str]] = None,
@@ -146,13 +177,14 @@ class MarkError(Exception):
 class MarkClient:
     """A Mark server: over QUIC for mark://host[:port], over HTTP for http(s)://.
 
-    One connection (QUIC) or keep-alive session (HTTP) for every request,
-    and `timeout` seconds for each.  `verify` is True (check the server's
-    certificate against the system's CAs), False (don't: a development
-    server's self-signed certificate) or the path of a PEM file of CAs.
-    Methods return every Mark status (conflict, not-found, ...) as a
-    `MarkResponse` and raise `MarkError` only when no usable Mark
-    response came back.  One client per thread.
+    One connection (QUIC) or keep-alive session (HTTP) for every request;
+    `timeout` seconds is each request's deadline (the module docstring says
+    what it covers).  `verify` is True (check the server's certificate
+    against the system's CAs), False (don't: a development server's
+    self-signed certificate) or the path of a PEM file of CAs.  Methods
+    return every Mark status (conflict, not-found, ...) as a `MarkResponse`
+    and raise `MarkError` where the module docstring's table says.  One
+    client per thread.
 
     A `session` of your own is used as it is (hooks, certificates, its
     proxies and verify), except that this client mounts its adapter for
@@ -215,11 +247,13 @@ class MarkClient:
         `fetch_section` reads one section).
 
         The current document's body is checked against the version its
-        number names (read by number, and cached): the real server reads
-        the body through a link that can lag its newest version, and an
-        edit of that older body published as the newer number would undo
-        the newer one.  Where they differ, the body (and content-hash) is
-        the numbered version's, and the etag, which named the other, goes.
+        number names, read by number (and cached): a second request.  The
+        real server reads the body through a link that can lag its newest
+        version, and an edit of that older body published as the newer
+        number would undo the newer one.  Where they differ, the body (and
+        content-hash) is the numbered version's, and the etag, which named
+        the other, goes.  Either request can raise MarkError; a second
+        answer that is not `ok` leaves the first as it came.
         """
         if version is None:
             latest = self.request("FETCH", path)
@@ -243,43 +277,30 @@ class MarkClient:
             self._keep(key, response)
         return response
 
-    def _keep(self, key: Tuple[str, int], response: MarkResponse) -> None:
-        """Remember version key[1] of document key[0], the least recently used going first."""
-        self._versions[key] = response
-        if len(self._versions) > _CACHED_VERSIONS:
-            self._versions.popitem(last=False)
-
     def publish(self, path: str, body: str, expected_version: Optional[int] = None,
                 metadata: Optional[Dict[str, str]] = None) -> MarkResponse:
         """PUBLISH `body`; `expected_version` guards against overwriting newer writes.
 
-        When the outcome is unknown (the answer was lost after the request
-        went out, or `server-error`, which the real server can answer after
-        storing the version), the versions after `expected_version` are
-        read back.  This body as version expected + 1 is "created"; stored
-        later, over versions in between, it is the "conflict" the real
-        server answers for such a stale write (`server-version` names it).
-        Not found: a connection closed without a byte of answer (a refusal)
-        sends it again; any other lost answer raises MarkError saying the
-        write may have landed; a server-error is returned as it came.
+        With `expected_version` E, an answer that is lost (or `server-error`,
+        which the real server can answer after storing) is looked up: this
+        body found as version E + 1 is answered `created`; found later, over
+        versions in between, it is the `conflict` the real server answers for
+        such a stale write (`server-version` names it).  The module
+        docstring's table says what each failure comes to.
         """
-        sent = dict(metadata or {})
         if expected_version is not None:
             check_int("expected_version", expected_version, minimum=0)
-            sent["expected-version"] = str(expected_version)
-        return self._write("PUBLISH", path, sent, body, expected_version, metadata, lambda version: body)
+        return self._send("PUBLISH", path, metadata, body, expected_version)
 
     def append(self, path: str, text: str, expected_version: int,
                metadata: Optional[Dict[str, str]] = None) -> MarkResponse:
         """APPEND `text` after the current version, which must be `expected_version`.
 
-        An unknown outcome is looked for as a publish's is: a version after
+        An unknown outcome is looked up as a publish's is: a version after
         `expected_version` that is the one before it with `text` appended.
         """
         check_int("expected_version", expected_version, minimum=1)
-        sent = {**(metadata or {}), "expected-version": str(expected_version)}
-        return self._write("APPEND", path, sent, text, expected_version, metadata,
-                           lambda version: _appended(self.fetch(path, version=version - 1).body, text))
+        return self._send("APPEND", path, metadata, text, expected_version)
 
     def versions(self, path: str) -> MarkResponse:
         """VERSIONS: `total`, `current` and `chain-valid` of a document."""
@@ -289,50 +310,104 @@ class MarkClient:
                 body: str = "") -> MarkResponse:
         """Send any Mark request; the token is added as `auth` metadata.
 
-        `timeout` is the deadline for it, resends included.  A request the server
-        refuses unhandled (an empty answer: the real server's rate limit;
-        HTTP 429 or 503) is sent again after a jittered, growing pause, at
-        most REFUSED_TRIES times in all and never past the deadline; then
-        MarkError("refused").  Redirects are never followed: any other
-        answer but HTTP 200 is a transport failure.
+        A verb other than FETCH, LIST and VERSIONS is a write without
+        expected_version in the module docstring's table: it is never looked
+        up, and sent again only after a refusal.
         """
-        return self._send(verb, path, metadata, body)
+        return self._send(verb, path, metadata, body, None)
+
+    # ---- what a request comes to: the module docstring's table
 
     def _send(self, verb: str, path: str, metadata: Optional[Dict[str, str]], body: str,
-              stored: Optional[Callable[[], Optional[MarkResponse]]] = None) -> MarkResponse:
-        """`request`; `stored()` says where a write went when an HTTP connection closed
-        unanswered (a refusal, or a server that broke after storing it): None (not stored,
-        or the look-up failed) sends it again.  A write without `stored` is not sent again."""
-        payload, url = self._message(verb, path, metadata, body)
-        doing, deadline, tries = f"{verb} {url}", time.monotonic() + self.timeout, 0
+              expected_version: Optional[int]) -> MarkResponse:
+        """Send a request until it is answered, as the table says: a read, a write with
+        `expected_version` (given only by publish and append), or a write without.
+
+        Each exchange comes back as a value (`_Exchange`), and every choice of
+        the table is made here: send again, look up (`_look_up`), answer, or raise.
+        """
+        write = verb not in _READS
+        sent = dict(metadata or {})
+        if expected_version is not None:
+            sent["expected-version"] = str(expected_version)
+        payload, url = self._message(verb, path, sent, body)
+        doing, deadline = f"{verb} {url}", time.monotonic() + self.timeout
+        tries = 0
         while True:
             tries += 1
-            try:
-                if self._link:
-                    data = self._link.exchange(payload, doing, deadline - time.monotonic(),
-                                               retry=verb in _READS, limit=MAX_RESPONSE_BYTES)
-                    if not data:  # the stream ended without a byte: refused unread (the real server's rate limit)
-                        raise _Refused()
-                    return _parse_answer(data, True, doing)
-                return _parse_answer(*self._exchange(verb, url, payload, deadline), doing)
-            except _Refused as refused:
-                if refused.after_sending and stored is None and verb not in _READS:
-                    raise refused.error(doing, tries) from None  # a write nobody can look for goes out once
-                found = stored() if refused.after_sending and stored is not None else None
+            got = self._exchange(verb, url, payload, doing, deadline)
+            if got.kind == "answer":
+                break
+            if got.kind == "unsent":
+                raise MarkError("transport", got.why)
+            if got.kind in ("closed", "lost") and expected_version is not None:
+                found = self._look_up(verb, path, body, expected_version, metadata)
                 if found is not None:
                     return found
-                pause = refused.retry_after if refused.retry_after is not None else _backoff(tries)
-                if tries == REFUSED_TRIES or time.monotonic() + pause >= deadline:
-                    raise refused.error(doing, tries) from None
-                time.sleep(pause)
+            if got.kind == "lost" or (got.kind == "closed" and write and expected_version is None):
+                raise _failed(got.why, write, path)
+            # Refused, or closed unanswered (a read, or a write with E found not stored): again.
+            pause = got.retry_after if got.retry_after is not None else _backoff(tries)
+            if tries == REFUSED_TRIES or time.monotonic() + pause >= deadline:
+                if got.kind == "refused":
+                    raise MarkError("refused", f"{doing}: the server refused the request {tries} times "
+                                               "without handling it (over its rate limit?); try again later")
+                raise _failed(f"{doing}: the connection closed without an answer, {tries} times", write, path)
+            time.sleep(pause)
+        response = got.response
+        if expected_version is None:
+            return response
+        if response.status == "server-error":  # the real server can answer it after storing the version
+            return self._look_up(verb, path, body, expected_version, metadata) or response
+        if response.status in ("ok", "created"):
+            number = response.metadata.get("version", "")
+            landed = (expected_version + 1,) if response.status == "created" else (expected_version,
+                                                                                  expected_version + 1)
+            if not _is_version(number) or int(number) not in landed:
+                raise _failed(f"{verb} {path}: the server answered {response.status} as version "
+                              f"{number or '(none)'} to a write at expected-version {expected_version}", True, path)
+            if verb == "PUBLISH":  # that version is this body: the next edit of it needs no FETCH
+                self._keep((path, int(number)), MarkResponse("ok", {**(metadata or {}), "version": number}, body))
+        return response
 
-    def _message(self, verb: str, path: str, metadata: Optional[Dict[str, str]], body: str) -> Tuple[bytes, str]:
+    def _look_up(self, verb: str, path: str, body: str, expected_version: int,
+                 metadata: Optional[Dict[str, str]]) -> Optional[MarkResponse]:
+        """Where a write at `expected_version` whose outcome is unknown was stored, answered as the
+        server would have: "created" as version expected + 1; "conflict" naming the version when
+        it was stored later, over versions in between (the real server's stale write).  None when
+        no version up to the current one, and at most _LOOK_AHEAD of them, holds it, or when the
+        look-up's own requests fail: a PUBLISH stored `body`; an APPEND, the version before with
+        `body` appended; either, the metadata it sent.
+        """
+        try:
+            versions = self.versions(path)
+            if versions.status != "ok":
+                return None
+            last = min(versions.number("current"), expected_version + _LOOK_AHEAD)
+            for version in range(expected_version + 1, last + 1):
+                stored = self.fetch(path, version=version)
+                if stored.status != "ok" or any(stored.metadata.get(key, value) != value
+                                                for key, value in (metadata or {}).items()):
+                    continue
+                made = body if verb == "PUBLISH" else _appended(self.fetch(path, version=version - 1).body, body)
+                if stored.body != made:
+                    continue
+                if version == expected_version + 1:
+                    return MarkResponse("created", {"version": str(version),
+                                                    "modified": stored.metadata.get("modified", "")}, "")
+                return MarkResponse("conflict", {"server-version": str(version),
+                                                 "your-version": str(expected_version)}, "")
+        except MarkError:
+            return None
+        return None
+
+    def _message(self, verb: str, path: str, metadata: Dict[str, str], body: str) -> Tuple[bytes, str]:
         """The request as this client's wire carries it, and the URL it goes to."""
         if not isinstance(verb, str) or not (verb.isascii() and verb.isalpha()):
             raise ValueError(f"verb must be a word of ASCII letters, such as FETCH, not {verb!r}")
         check_path(path)
         check_str("body", body)
-        metadata = dict(metadata or {})
+        metadata = dict(metadata)
         if self._token:
             metadata["auth"] = self._token
         if self._link:
@@ -343,132 +418,108 @@ class MarkClient:
         block = write_frontmatter(metadata) if (metadata or body) else ""  # the binding's rule
         return (block + body).encode("utf-8"), self.base_url + quote(path, safe="/")
 
-    def _exchange(self, verb: str, url: str, data: bytes, deadline: float) -> Tuple[bytes, bool]:
-        """One HTTP exchange, by the deadline: the body of its HTTP 200 answer, and
-        whether its length was known (else it ended when the connection did).
+    def _exchange(self, verb: str, url: str, payload: bytes, doing: str, deadline: float) -> "_Exchange":
+        """Send `payload` once and read its answer, by `deadline`: what came of it, as a value.
 
-        urllib3.Timeout(total=the time left) bounds the connect, and makes the
-        read timeout what is left after connecting and sending; the session's
-        `_DeadlineAdapter` makes that a budget for every read of the answer.
+        Over HTTP, urllib3.Timeout(total=the time left) bounds the connect and
+        makes the read timeout what is left after connecting and sending; the
+        session's `_DeadlineAdapter` makes that a budget for every read.
         """
-        doing = f"{verb} {url}"
+        if self._link:
+            try:
+                data = self._link.exchange(payload, doing, deadline - time.monotonic(),
+                                           retry=verb in _READS, limit=MAX_RESPONSE_BYTES)
+            except MarkError as error:  # mark_quic's failures: whether the request went out, and why
+                return _Exchange("lost" if error.may_have_landed else "unsent", why=error.message)
+            if not data:  # the stream ended without a byte: refused unread (the real server's rate limit)
+                return _Exchange("refused")
+            return _parse_answer(data, True, doing)
         try:
             http = self._session.request(
-                verb, url, data=data, timeout=Timeout(total=max(0.001, deadline - time.monotonic())),
+                verb, url, data=payload, timeout=Timeout(total=max(0.001, deadline - time.monotonic())),
                 allow_redirects=False, stream=True,
                 headers={"Content-Type": "text/markdown; charset=utf-8", "Accept-Encoding": "identity"},
             )
-            with http:
-                return _read_answer(http, doing)
-        except requests.ReadTimeout:
-            raise _lost(f"{doing}: no whole answer within the timeout") from None
         except requests.RequestException as error:
             if _closed_unanswered(error):
-                raise _Refused(after_sending=True) from None
-            raise MarkError("transport", f"{doing} failed: {type(error).__name__}",
-                            may_have_landed=not _never_sent(error)) from None
+                return _Exchange("closed", why=f"{doing}: the connection closed without an answer")
+            if _never_sent(error):
+                return _Exchange("unsent", why=f"{doing} failed: {type(error).__name__}")
+            if isinstance(error, requests.ReadTimeout):
+                return _Exchange("lost", why=f"{doing}: no whole answer within the timeout")
+            return _Exchange("lost", why=f"{doing} failed: {type(error).__name__}")
+        with http:
+            return _read_answer(http, doing)
 
-    def _write(self, verb: str, path: str, sent: Dict[str, str], body: str, expected_version: Optional[int],
-               metadata: Optional[Dict[str, str]], stored_as: Callable[[int], str]) -> MarkResponse:
-        """A PUBLISH or APPEND whose answer is checked, or looked for when unknown.
-
-        `stored_as(version)` is the body the write makes when stored as `version`.
-        """
-        def stored() -> Optional[MarkResponse]:
-            if expected_version is None:
-                return None
-            try:
-                return self._stored(path, expected_version, stored_as, dict(metadata or {}))
-            except MarkError:
-                return None
-
-        try:
-            response = self._send(verb, path, sent, body, None if expected_version is None else stored)
-        except MarkError as lost:
-            if not lost.may_have_landed:
-                raise
-            found = stored()
-            if found is None:
-                raise _may_have_landed(lost.message, path) from None
-            return found
-        if response.status == "server-error":
-            return stored() or response
-        if response.status in ("ok", "created") and expected_version is not None:
-            number = response.metadata.get("version", "")
-            landed = (expected_version + 1,) if response.status == "created" else (expected_version,
-                                                                                  expected_version + 1)
-            if not _is_version(number) or int(number) not in landed:
-                raise _may_have_landed(f"{verb} {path}: the server answered {response.status} as version "
-                                       f"{number or '(none)'} to a write at expected-version {expected_version}", path)
-            version = int(number)
-            if verb == "PUBLISH":  # that version is this body: the next edit of it needs no FETCH
-                self._keep((path, version), MarkResponse("ok", {**(metadata or {}), "version": str(version)}, body))
-        return response
-
-    def _stored(self, path: str, expected_version: int, stored_as: Callable[[int], str],
-                metadata: Dict[str, str]) -> Optional[MarkResponse]:
-        """Where a write at `expected_version` was stored, as the server would have answered it.
-
-        "created" when it is version expected + 1; "conflict" naming the
-        version when it was stored later, over versions between (the real
-        server's stale write); None when no version up to the current one,
-        and at most _LOOK_AHEAD of them, holds it.
-        """
-        versions = self.versions(path)
-        if versions.status != "ok":
-            return None
-        last = min(versions.number("current"), expected_version + _LOOK_AHEAD)
-        for version in range(expected_version + 1, last + 1):
-            stored = self.fetch(path, version=version)
-            if stored.status == "ok" and stored.body == stored_as(version) and all(
-                    stored.metadata.get(key, value) == value for key, value in metadata.items()):
-                if version == expected_version + 1:
-                    return MarkResponse("created", {"version": str(version),
-                                                    "modified": stored.metadata.get("modified", "")}, "")
-                return MarkResponse("conflict", {"server-version": str(version),
-                                                 "your-version": str(expected_version)}, "")
-        return None
+    def _keep(self, key: Tuple[str, int], response: MarkResponse) -> None:
+        """Remember version key[1] of document key[0], the least recently used going first."""
+        self._versions[key] = response
+        if len(self._versions) > _CACHED_VERSIONS:
+            self._versions.popitem(last=False)
 
 
-# ---------------------------------------------- refusals, lost answers, reading answers
+# ---------------------------------------------------------- reading answers
 
-def _quic_link(host: str, port: int, verify: Union[bool, str]):
-    """The QUIC connection of a mark:// client: mark_quic.py, which needs aioquic."""
+class _Exchange(NamedTuple):
+    """What one exchange came to, a row of the module docstring's table: "answer"
+    (`response`), "refused" (not handled; `retry_after`: the seconds the server
+    asked for), "closed" (closed or reset before a byte of answer came), "lost"
+    (it went out and no usable answer came back) or "unsent" (it never reached
+    the server); `why` says it for an error."""
+
+    kind: str
+    response: Optional[MarkResponse] = None
+    why: str = ""
+    retry_after: Optional[float] = None
+
+
+def _read_answer(http: requests.Response, doing: str) -> _Exchange:
+    """An HTTP answer checked and read: its status line and headers, then its body,
+    within MAX_RESPONSE_BYTES and the deadline (the socket's: see the deadline's section)."""
+    if http.status_code in (429, 503):
+        after = http.headers.get("Retry-After", "")
+        return _Exchange("refused", retry_after=float(after) if _is_digits(after) and len(after) < 6 else None)
+    if http.status_code != 200:
+        return _Exchange("lost", why=f"HTTP {http.status_code} from {doing}: not a Mark server? "
+                                     "(redirects are not followed)")
+    if http.headers.get("Content-Encoding", "identity").lower() != "identity":
+        return _Exchange("lost", why=f"{doing}: the answer came compressed; Mark answers are not")
+    announced = http.headers.get("Content-Length")
+    if announced is not None and not _is_digits(announced):
+        return _Exchange("lost", why=f"{doing}: bad Content-Length {announced!r}")
+    if announced is not None and int(announced) > MAX_RESPONSE_BYTES:
+        return _Exchange("lost", why=f"{doing}: the answer is larger than {MAX_RESPONSE_BYTES} bytes")
+    chunks, size = [], 0
     try:
-        from mark_quic import QuicLink
-    except ImportError:
-        raise ImportError("mark:// URLs need aioquic and mark_quic.py beside mark_client.py: "
-                          "pip install 'mark-publish[quic]'") from None
-    return QuicLink(host, port, verify)
+        while chunk := http.raw.read(65536, decode_content=False):
+            size += len(chunk)
+            if size > MAX_RESPONSE_BYTES:
+                return _Exchange("lost", why=f"{doing}: the answer is larger than {MAX_RESPONSE_BYTES} bytes")
+            chunks.append(chunk)
+    except urllib3_exceptions.ReadTimeoutError:  # _DeadlineSocket's socket.timeout, as urllib3 raises it
+        return _Exchange("lost", why=f"{doing}: no whole answer within the timeout")
+    except (OSError, urllib3_exceptions.HTTPError) as error:
+        return _Exchange("lost", why=f"{doing}: the answer was cut off ({type(error).__name__})")
+    if announced is not None and size != int(announced):
+        return _Exchange("lost", why=f"{doing}: the answer was cut off ({size} of {announced} bytes)")
+    chunked = "chunked" in http.headers.get("Transfer-Encoding", "").lower()
+    return _parse_answer(b"".join(chunks), announced is not None or chunked, doing)
 
 
-def _may_have_landed(why: str, path: str) -> MarkError:
-    return MarkError("transport", f"{why}; the write may have landed: fetch {path} before retrying",
-                     may_have_landed=True)
-
-
-class _Refused(Exception):
-    """The server refused a request without handling it; `retry_after`: seconds it asked for.
-
-    `after_sending`: the connection closed without a byte of answer, which
-    a server that broke after handling the request does too.
-    """
-
-    def __init__(self, retry_after: Optional[float] = None, after_sending: bool = False):
-        super().__init__("refused")
-        self.retry_after, self.after_sending = retry_after, after_sending
-
-    def error(self, doing: str, tries: int) -> MarkError:
-        """What the caller is told once no try is left."""
-        if self.after_sending:
-            return _lost(f"{doing}: the connection closed without an answer, {tries} times")
-        return MarkError("refused", f"{doing}: the server refused the request {tries} times "
-                                    "without handling it (over its rate limit?); try again later")
-
-
-def _backoff(tries: int) -> float:
-    """The pause before sending a refused request again: about 0.1 s, doubling, jittered, at most 2 s."""
-    return min(2.0, 0.1 * 2 ** (tries - 1)) * random.uniform(0.5, 1.5)
+def _parse_answer(data: bytes, whole: bool, doing: str) -> _Exchange:
+    """The Mark response in the bytes of an answer; `whole`: they came with their length."""
+    try:
+        metadata, body = read_frontmatter(data.decode("utf-8"))
+        status = metadata.pop("status")
+    except (UnicodeDecodeError, ValueError, KeyError):
+        return _Exchange("lost", why=f"{doing}: the answer is not a Mark response")
+    digest = metadata.get("content-hash")
+    if digest is None and not whole:
+        return _Exchange("lost", why=f"{doing}: the answer had no length and no content-hash, "
+                                     "so whether it came whole is unknown")
+    if digest is not None and digest != "sha256-" + hashlib.sha256(body.encode("utf-8")).hexdigest():
+        return _Exchange("lost", why=f"{doing}: the body does not match its content-hash")
+    return _Exchange("answer", MarkResponse(status, metadata, body))
 
 
 def _closed_unanswered(error: requests.RequestException) -> bool:
@@ -479,11 +530,6 @@ def _closed_unanswered(error: requests.RequestException) -> bool:
         isinstance(arg, (RemoteDisconnected, ConnectionResetError)) for arg in reason.args)
 
 
-def _lost(message: str) -> MarkError:
-    """A transport failure after the request went out: a write may have landed."""
-    return MarkError("transport", message, may_have_landed=True)
-
-
 def _never_sent(error: requests.RequestException) -> bool:
     """Whether a request failed before any byte of it could reach the server."""
     if isinstance(error, requests.ConnectTimeout):
@@ -492,145 +538,28 @@ def _never_sent(error: requests.RequestException) -> bool:
     return isinstance(error, requests.ConnectionError) and isinstance(reason, urllib3_exceptions.NewConnectionError)
 
 
-def _parse_answer(data: bytes, whole: bool, doing: str) -> MarkResponse:
-    """A Mark response from the bytes of an answer; `whole`: they came with their length."""
+def _failed(why: str, write: bool, path: str) -> MarkError:
+    """MarkError("transport") for a request that went out and got no usable answer;
+    for a write, whether it was stored is unknown (the table's "landed?")."""
+    if not write:
+        return MarkError("transport", why)
+    return MarkError("transport", f"{why}; the write may have landed: fetch {path} before retrying",
+                     may_have_landed=True)
+
+
+def _backoff(tries: int) -> float:
+    """The pause before sending a request again: about 0.1 s, doubling, jittered, at most 2 s."""
+    return min(2.0, 0.1 * 2 ** (tries - 1)) * random.uniform(0.5, 1.5)
+
+
+def _quic_link(host: str, port: int, verify: Union[bool, str]):
+    """The QUIC connection of a mark:// client: mark_quic.py, which needs aioquic."""
     try:
-        metadata, body = read_frontmatter(data.decode("utf-8"))
-        status = metadata.pop("status")
-    except (UnicodeDecodeError, ValueError, KeyError):
-        raise _lost(f"{doing}: the answer is not a Mark response") from None
-    digest = metadata.get("content-hash")
-    if digest is None and not whole:
-        raise _lost(f"{doing}: the answer had no length and no content-hash, so whether it came whole is unknown")
-    if digest is not None and digest != "sha256-" + hashlib.sha256(body.encode("utf-8")).hexdigest():
-        raise _lost(f"{doing}: the body does not match its content-hash")
-    return MarkResponse(status, metadata, body)
-
-
-def _read_answer(http: requests.Response, doing: str) -> Tuple[bytes, bool]:
-    """The body of an HTTP 200 answer, within MAX_RESPONSE_BYTES, and whether it came
-    with its length (Content-Length or chunks); the deadline is the socket's (see _DeadlineSocket)."""
-    announced = _check_head(http, doing)
-    chunks, size = [], 0
-    try:
-        while chunk := http.raw.read(65536, decode_content=False):
-            size += len(chunk)
-            if size > MAX_RESPONSE_BYTES:
-                raise _lost(f"{doing}: the answer is larger than {MAX_RESPONSE_BYTES} bytes")
-            chunks.append(chunk)
-    except urllib3_exceptions.ReadTimeoutError:  # _DeadlineSocket's socket.timeout, as urllib3 raises it
-        raise _lost(f"{doing}: no whole answer within the timeout") from None
-    except (OSError, urllib3_exceptions.HTTPError) as error:
-        raise _lost(f"{doing}: the answer was cut off ({type(error).__name__})") from None
-    if announced is not None and size != announced:
-        raise _lost(f"{doing}: the answer was cut off ({size} of {announced} bytes)")
-    chunked = "chunked" in http.headers.get("Transfer-Encoding", "").lower()
-    return b"".join(chunks), announced is not None or chunked
-
-
-def _check_head(http: requests.Response, doing: str) -> Optional[int]:
-    """An HTTP answer's status line and headers checked: its Content-Length, if it has one."""
-    if http.status_code in (429, 503):
-        after = http.headers.get("Retry-After", "")
-        raise _Refused(float(after) if _is_digits(after) and len(after) < 6 else None)
-    if http.status_code != 200:
-        raise _lost(f"HTTP {http.status_code} from {doing}: not a Mark server? (redirects are not followed)")
-    if http.headers.get("Content-Encoding", "identity").lower() != "identity":
-        raise _lost(f"{doing}: the answer came compressed; Mark answers are not")
-    announced = http.headers.get("Content-Length")
-    if announced is None:
-        return None
-    if not _is_digits(announced):
-        raise _lost(f"{doing}: bad Content-Length {announced!r}")
-    if int(announced) > MAX_RESPONSE_BYTES:
-        raise _lost(f"{doing}: the answer is larger than {MAX_RESPONSE_BYTES} bytes")
-    return int(announced)
-
-
-# ---- the deadline: urllib3 sets a connection's socket to the read timeout just before
-# ---- it reads the answer (1.26 and 2.x alike); _DeadlineSocket makes that a budget for all reads.
-# ---- It relies on four names that are not public API, the same in urllib3 1.26 and 2.x and
-# ---- CPython 3.9+ (CI runs the client's tests on both urllib3s): PoolManager's
-# ---- pool_classes_by_scheme, a pool's ConnectionCls, a connection's sock, and the _sock of
-# ---- the socket.SocketIO that http.client reads through.
-
-class _DeadlineSocket:
-    """A connected socket whose reads together wait no longer than the timeout last set.
-
-    A socket timeout bounds each recv alone, so a server sending a byte now
-    and then could hold an answer forever; here every recv waits only for
-    what is left, and then raises socket.timeout.  All else is the socket's.
-    """
-
-    def __init__(self, sock):
-        self._sock = sock
-        self._timeout: Optional[float] = sock.gettimeout()
-        self._until: Optional[float] = None
-
-    def __getattr__(self, name: str):
-        return getattr(self._sock, name)
-
-    def settimeout(self, timeout: Optional[float]) -> None:
-        self._timeout = timeout
-        self._until = None if timeout is None else time.monotonic() + timeout
-        self._sock.settimeout(timeout)
-
-    def recv_into(self, buffer, nbytes: int = 0, flags: int = 0) -> int:
-        if self._until is None:
-            return self._sock.recv_into(buffer, nbytes, flags)
-        left = self._until - time.monotonic()
-        if left <= 0:
-            raise socket.timeout("timed out")
-        self._sock.settimeout(left)
-        try:
-            return self._sock.recv_into(buffer, nbytes, flags)
-        finally:
-            self._sock.settimeout(self._timeout)  # urllib3 1.26 sends a reused connection's next request with it
-
-    def makefile(self, mode: str = "rb", buffering: Optional[int] = None):
-        # http.client reads the answer through this file.  The socket makes it
-        # (so closing the socket keeps it open, as http.client needs), and its
-        # reads are pointed at recv_into above.
-        file = self._sock.makefile(mode, buffering)
-        file.raw._sock = self
-        return file
-
-
-class _DeadlineHTTPConnection(HTTPConnection):
-    def connect(self) -> None:
-        super().connect()
-        self.sock = _DeadlineSocket(self.sock)
-
-
-class _DeadlineHTTPSConnection(HTTPSConnection):
-    def connect(self) -> None:
-        super().connect()  # TLS wraps the plain socket first: _DeadlineSocket goes around what reads the answer
-        self.sock = _DeadlineSocket(self.sock)
-
-
-class _DeadlineHTTPPool(HTTPConnectionPool):
-    ConnectionCls = _DeadlineHTTPConnection
-
-
-class _DeadlineHTTPSPool(HTTPSConnectionPool):
-    ConnectionCls = _DeadlineHTTPSConnection
-
-
-class _DeadlineAdapter(HTTPAdapter):
-    """requests' adapter, whose connections (direct or through an http(s) proxy) read through a _DeadlineSocket."""
-
-    _POOLS = {"http": _DeadlineHTTPPool, "https": _DeadlineHTTPSPool}
-
-    def init_poolmanager(self, *args, **kwargs) -> None:
-        super().init_poolmanager(*args, **kwargs)
-        self.poolmanager.pool_classes_by_scheme = self._POOLS
-
-    def proxy_manager_for(self, proxy: str, **proxy_kwargs):
-        if not proxy.lower().startswith(("http://", "https://")):  # a SOCKS proxy's pools would not read through _DeadlineSocket
-            raise ValueError(f"only http:// and https:// proxies are supported, not {urlsplit(proxy).scheme}://")
-        manager = super().proxy_manager_for(proxy, **proxy_kwargs)
-        manager.pool_classes_by_scheme = self._POOLS
-        return manager
+        from mark_quic import QuicLink
+    except ImportError:
+        raise ImportError("mark:// URLs need aioquic and mark_quic.py beside mark_client.py: "
+                          "pip install 'mark-publish[quic]'") from None
+    return QuicLink(host, port, verify)
 
 
 # ---- frontmatter codec: this block is the same, byte for byte, in mark_client.py
@@ -847,3 +776,96 @@ def _is_digits(text: str) -> bool:
 def _appended(old: str, text: str) -> str:
     """What APPEND makes of `old`: a newline only where it lacks one, then `text`."""
     return old + ("" if old.endswith("\n") else "\n") + text
+
+
+# ============================================================== the deadline
+# Everything below keeps `timeout` a deadline for every read of an HTTP answer,
+# without a thread.  It is the one part of this file that leans on names that
+# are not public API; checked with urllib3 1.26.20 and 2.8.0 on CPython 3.9 and
+# 3.11 (CI runs the client's tests under urllib3 1.26 and 2.x):
+#   - urllib3: PoolManager.pool_classes_by_scheme (which pool class serves a
+#     scheme), HTTPConnectionPool.ConnectionCls (which connection class a pool
+#     makes), HTTPConnection.connect() setting HTTPConnection.sock, and urllib3
+#     calling sock.settimeout(read timeout) just before it reads an answer
+#     (1.26: HTTPConnectionPool._make_request; 2.x: HTTPConnection.getresponse);
+#   - http.client reading the answer through sock.makefile("rb"), a
+#     socket.SocketIO whose private _sock it calls recv_into on.
+# test_hostile.py's trickling servers fail if any of these stops holding.
+
+class _DeadlineSocket:
+    """A connected socket whose reads together wait no longer than the timeout last set.
+
+    A socket timeout bounds each recv alone, so a server sending a byte now
+    and then could hold an answer forever; here every recv waits only for
+    what is left, and then raises socket.timeout.  All else is the socket's.
+    """
+
+    def __init__(self, sock):
+        self._sock = sock
+        self._timeout: Optional[float] = sock.gettimeout()
+        self._until: Optional[float] = None
+
+    def __getattr__(self, name: str):
+        return getattr(self._sock, name)
+
+    def settimeout(self, timeout: Optional[float]) -> None:
+        self._timeout = timeout
+        self._until = None if timeout is None else time.monotonic() + timeout
+        self._sock.settimeout(timeout)
+
+    def recv_into(self, buffer, nbytes: int = 0, flags: int = 0) -> int:
+        if self._until is None:
+            return self._sock.recv_into(buffer, nbytes, flags)
+        left = self._until - time.monotonic()
+        if left <= 0:
+            raise socket.timeout("timed out")
+        self._sock.settimeout(left)
+        try:
+            return self._sock.recv_into(buffer, nbytes, flags)
+        finally:
+            self._sock.settimeout(self._timeout)  # urllib3 1.26 sends a reused connection's next request with it
+
+    def makefile(self, mode: str = "rb", buffering: Optional[int] = None):
+        # http.client reads the answer through this file.  The socket makes it
+        # (so closing the socket keeps it open, as http.client needs), and its
+        # reads are pointed at recv_into above.
+        file = self._sock.makefile(mode, buffering)
+        file.raw._sock = self
+        return file
+
+
+class _DeadlineHTTPConnection(HTTPConnection):
+    def connect(self) -> None:
+        super().connect()
+        self.sock = _DeadlineSocket(self.sock)
+
+
+class _DeadlineHTTPSConnection(HTTPSConnection):
+    def connect(self) -> None:
+        super().connect()  # TLS wraps the plain socket first: _DeadlineSocket goes around what reads the answer
+        self.sock = _DeadlineSocket(self.sock)
+
+
+class _DeadlineHTTPPool(HTTPConnectionPool):
+    ConnectionCls = _DeadlineHTTPConnection
+
+
+class _DeadlineHTTPSPool(HTTPSConnectionPool):
+    ConnectionCls = _DeadlineHTTPSConnection
+
+
+class _DeadlineAdapter(HTTPAdapter):
+    """requests' adapter, whose connections (direct or through an http(s) proxy) read through a _DeadlineSocket."""
+
+    _POOLS = {"http": _DeadlineHTTPPool, "https": _DeadlineHTTPSPool}
+
+    def init_poolmanager(self, *args, **kwargs) -> None:
+        super().init_poolmanager(*args, **kwargs)
+        self.poolmanager.pool_classes_by_scheme = self._POOLS
+
+    def proxy_manager_for(self, proxy: str, **proxy_kwargs):
+        if not proxy.lower().startswith(("http://", "https://")):  # a SOCKS proxy's pools would not read through _DeadlineSocket
+            raise ValueError(f"only http:// and https:// proxies are supported, not {urlsplit(proxy).scheme}://")
+        manager = super().proxy_manager_for(proxy, **proxy_kwargs)
+        manager.pool_classes_by_scheme = self._POOLS
+        return manager

@@ -177,6 +177,24 @@ def test_timeout_is_a_deadline_for_a_trickling_answer(raw, head, drip):
     assert not trickled.is_set()  # it gave up at its deadline, while the trickle went on
 
 
+def test_a_server_dripping_its_whole_answer_a_byte_at_a_time_is_cut_off_at_the_deadline(raw):
+    # Every byte comes well within the timeout, so only a deadline over all the reads of the
+    # answer, status line first, stops the call; without one, the answer comes whole in 15 s.
+    answer = http(mark_answer("x" * 200, version=1))
+    dripped = []
+
+    def drip(conn, request):
+        for byte in answer:
+            conn.sendall(bytes([byte]))
+            dripped.append(byte)
+            time.sleep(0.05)
+
+    server = raw(drip)
+    with pytest.raises(MarkError, match="within the timeout"):
+        MarkClient(server.url, timeout=1.0).fetch("/p")
+    assert len(dripped) < len(answer) // 2  # it left at its deadline, mid-drip
+
+
 def trickling_headers(conn, request):
     """An answer's status line, then a header line every 0.25 s: never whole, 10 s in all."""
     conn.sendall(b"HTTP/1.1 200 OK\r\n")

@@ -1,0 +1,195 @@
+"""mark_client.py's table of failures, cell by cell, against a small Mark server on a loopback socket.
+
+The server holds one document, /p, at version 1.  The request under test
+(a read: FETCH /p/v1; a write with E: PUBLISH /p at expected-version 1; a
+write without: PUBLISH /p with none) meets the row's failure every time
+it is sent; the look-up's requests (VERSIONS, FETCH /p/vN) are answered
+truly.  A write either is stored before its answer fails ("stored") or
+is not ("not stored"), so each write-with-E cell is played both ways.
+Each case asserts how often the request was sent, whether it was looked
+up, and what the caller got.
+"""
+
+import hashlib
+import socket
+import struct
+import threading
+
+import pytest
+
+import mark_client as mc
+from mark_client import MarkClient, MarkError
+
+TOKEN = "table-test-token"
+WRITE = "two\n"
+
+# The table, as mark_client's docstring has it.  Each cell: (sends, looked up, outcome), the
+# outcome a Mark status returned, or "error" (MarkError transport, may_have_landed False),
+# "landed?" (MarkError transport, may_have_landed True) or "refused" (MarkError refused).
+# With REFUSED_TRIES = 2, "again" is two sends.  The write-with-E cell has two: stored, not stored.
+TABLE = {
+    #  failure          read                      write with E: stored, not stored                          write without E
+    "refused":       ((2, False, "refused"),   (2, False, "refused"), (2, False, "refused"),             (2, False, "refused")),
+    "closed":        ((2, False, "error"),     (1, True, "created"),  (2, True, "landed?"),              (1, False, "landed?")),
+    "reset":         ((1, False, "error"),     (1, True, "created"),  (1, True, "landed?"),              (1, False, "landed?")),
+    "timeout":       ((1, False, "error"),     (1, True, "created"),  (1, True, "landed?"),              (1, False, "landed?")),
+    "short body":    ((1, False, "error"),     (1, True, "created"),  (1, True, "landed?"),              (1, False, "landed?")),
+    "oversized":     ((1, False, "error"),     (1, True, "created"),  (1, True, "landed?"),              (1, False, "landed?")),
+    "hash mismatch": ((1, False, "error"),     (1, True, "created"),  (1, True, "landed?"),              (1, False, "landed?")),
+    "not HTTP 200":  ((1, False, "error"),     (1, True, "created"),  (1, True, "landed?"),              (1, False, "landed?")),
+    "server-error":  ((1, False, "server-error"), (1, True, "created"), (1, True, "server-error"),        (1, False, "server-error")),
+    "created as 9":  (None,                    (1, False, "landed?"), (1, False, "landed?"),             (1, False, "created")),
+}
+
+
+def answer(body: str = "", **metadata) -> bytes:
+    """A Mark answer, as HTTP 200 with its length."""
+    payload = (mc.write_frontmatter({key.replace("_", "-"): str(value) for key, value in metadata.items()})
+               + body).encode()
+    return (b"HTTP/1.1 200 OK\r\nContent-Type: text/markdown\r\nConnection: close\r\n"
+            b"Content-Length: %d\r\n\r\n" % len(payload)) + payload
+
+
+def failing(row: str, conn, truly: bytes) -> None:
+    """Send `row`'s failure on `conn` instead of the true answer, `truly`."""
+    head, _, body = truly.partition(b"\r\n\r\n")
+    if row == "refused":
+        conn.sendall(b"HTTP/1.1 429 Too Many Requests\r\nRetry-After: 0\r\nContent-Length: 0\r\n\r\n")
+    elif row == "closed":
+        pass  # closed without a byte
+    elif row == "reset":
+        conn.sendall(truly[:len(head) + 4 + len(body) // 2])
+        conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # close with RST
+    elif row == "timeout":
+        conn.sendall(truly[:len(head) + 4 + len(body) // 2])
+        conn.settimeout(10)  # the rest never comes: wait until the client gives up and closes
+        conn.recv(1)
+    elif row == "short body":
+        conn.sendall(truly[:len(head) + 4 + len(body) // 2])
+    elif row == "oversized":
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % (mc.MAX_RESPONSE_BYTES + 1))
+    elif row == "hash mismatch":
+        conn.sendall(answer("x\n", status="ok", version=1, content_hash="sha256-" + hashlib.sha256(b"y\n").hexdigest()))
+    elif row == "not HTTP 200":
+        conn.sendall(b"HTTP/1.1 500 Internal Server Error\r\nContent-Length: 5\r\n\r\noops\n")
+    elif row == "server-error":
+        conn.sendall(answer("\n# Server error\n", status="server-error"))
+    elif row == "created as 9":
+        conn.sendall(answer(status="created", version=9))
+
+
+class Server:
+    """/p on 127.0.0.1, a thread per connection, one request each; the request under test fails as `row` says."""
+
+    def __init__(self, row: str, stores: bool):
+        self.row, self.stores = row, stores
+        self.versions = ["one\n"]
+        self.requests = []  # (verb, path)
+        self.lock = threading.Lock()
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
+        threading.Thread(target=self.accept, daemon=True).start()
+
+    def accept(self):
+        while True:
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:
+                return  # closed
+            threading.Thread(target=self.serve, args=(conn,), daemon=True).start()
+
+    def serve(self, conn):
+        with conn:
+            data = b""
+            while b"\r\n\r\n" not in data:
+                data += conn.recv(65536) or b"\r\n\r\n"
+            head, _, body = data.partition(b"\r\n\r\n")
+            length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n")
+                           if line.lower().startswith(b"content-length:")), 0)
+            while len(body) < length:
+                body += conn.recv(65536)
+            verb, path = head.split(b" ")[:2]
+            verb, path = verb.decode(), path.decode()
+            metadata, text = mc.read_frontmatter(body.decode()) if body else ({}, "")
+            with self.lock:
+                self.requests.append((verb, path))
+                under_test = verb == "PUBLISH" or (verb, path) == ("FETCH", "/p/v1")
+                stores = not under_test or (self.stores and self.row != "refused")  # a refusal is not handled
+                truly = self.handle(verb, path, metadata, text, stores)
+            try:
+                if under_test:
+                    failing(self.row, conn, truly)
+                else:
+                    conn.sendall(truly)
+            except OSError:
+                pass  # the client left first
+
+    def handle(self, verb, path, metadata, text, stores):
+        if verb == "VERSIONS":
+            return answer(status="ok", current=len(self.versions), total=len(self.versions))
+        if verb == "FETCH":
+            n = int(path.rsplit("/v", 1)[1])
+            if not 1 <= n <= len(self.versions):
+                return answer("\n# Not found\n", status="not-found")
+            return answer(self.versions[n - 1], status="ok", version=n)
+        expected = metadata.get("expected-version")
+        if expected is not None and int(expected) != len(self.versions):
+            return answer(status="conflict", server_version=len(self.versions), your_version=expected)
+        if stores:
+            self.versions.append(text)
+        return answer(status="created", version=len(self.versions))
+
+    def sends(self, request):
+        return self.requests.count(request)
+
+    def close(self):
+        self.listener.close()
+
+
+CELLS = [(row, column, stores) for row in TABLE
+         for column, stores in (("read", False), ("write with E", True), ("write with E", False),
+                                ("write without E", True))
+         if not (column == "read" and TABLE[row][0] is None)]
+
+
+@pytest.mark.parametrize("row,column,stores", CELLS,
+                         ids=[f"{row}-{column}-{'stored' if stores else 'not stored'}" for row, column, stores in CELLS])
+def test_each_cell_of_the_table(row, column, stores, monkeypatch):
+    monkeypatch.setattr(mc, "REFUSED_TRIES", 2)
+    cell = TABLE[row][{"read": 0, "write without E": 3}.get(column, 1 if stores else 2)]
+    sends, looked_up, outcome = cell
+    server = Server(row, stores)
+    try:
+        with MarkClient(server.url, token=TOKEN, timeout=0.5 if row == "timeout" else 5) as client:
+            call = {"read": lambda: client.fetch("/p", version=1),
+                    "write with E": lambda: client.publish("/p", WRITE, expected_version=1),
+                    "write without E": lambda: client.publish("/p", WRITE)}[column]
+            try:
+                got = call().status
+            except MarkError as error:
+                assert TOKEN not in str(error)
+                got = {("transport", False): "error", ("transport", True): "landed?",
+                       ("refused", False): "refused"}[error.status, error.may_have_landed]
+    finally:
+        server.close()
+    under_test = ("FETCH", "/p/v1") if column == "read" else ("PUBLISH", "/p")
+    assert (server.sends(under_test), server.sends(("VERSIONS", "/p")) > 0, got) == (sends, looked_up, outcome)
+
+
+def test_could_not_connect_is_an_error_in_every_column():
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{probe.getsockname()[1]}"
+        with MarkClient(url, token=TOKEN, timeout=2) as client:
+            for call in (lambda: client.fetch("/p", version=1), lambda: client.publish("/p", WRITE, 1),
+                         lambda: client.publish("/p", WRITE)):
+                with pytest.raises(MarkError) as caught:
+                    call()
+                assert (caught.value.status, caught.value.may_have_landed) == ("transport", False)
+
+
+def test_the_docstring_holds_the_table_these_tests_play():
+    rows = ["refused: HTTP 429 or 503", "closed without a byte of answer", "reset mid-answer", "timeout: no whole",
+            "short body", "oversized", "hash mismatch", "not HTTP 200", "`server-error`", "`created` as a version"]
+    table = mc.__doc__[mc.__doc__.index("    failure "):]
+    assert all(f"\n    {row}" in table for row in rows)
