@@ -27,7 +27,7 @@ The wire.  `http(s)://` is Mark over HTTP: the verb is the HTTP method,
 the Mark request is the HTTP body, sent to base_url + the path
 percent-encoded ("#" included); redirects are never followed, and an
 answer is an HTTP 200.  `mark://` is Mark over QUIC, through mark_quic.py.
-An answer is believed only whole: at most MAX_RESPONSE_BYTES (refused
+An answer is believed only whole: at most MAX_RESPONSE_BYTES (given up on
 while it arrives), not compressed, as long as its Content-Length says
 (else chunked, or carrying a `content-hash`), its body matching its
 `content-hash`.
@@ -120,8 +120,8 @@ DEFAULT_TIMEOUT = 10.0
 MARK_PORT = 6309  # mark:// without a port
 _READS = ("FETCH", "LIST", "VERSIONS")  # verbs safe to send again
 # The most a server may send back: twice the largest document a Mark server
-# accepts (10 MiB), with room for metadata.  Anything larger is refused
-# while it arrives, never held whole.
+# accepts (10 MiB), with room for metadata.  Anything larger is given up
+# on while it arrives, never held whole.
 MAX_RESPONSE_BYTES = 24 * 1024 * 1024
 _CACHED_VERSIONS = 64  # immutable versions kept per client
 REFUSED_TRIES = 8  # sends of a request, in all, while the server refuses it or closes unanswered
@@ -374,10 +374,11 @@ class MarkClient:
                  metadata: Optional[Dict[str, str]]) -> Optional[MarkResponse]:
         """Where a write at `expected_version` whose outcome is unknown was stored, answered as the
         server would have: "created" as version expected + 1; "conflict" naming the version when
-        it was stored later, over versions in between (the real server's stale write).  None when
-        no version up to the current one, and at most _LOOK_AHEAD of them, holds it, or when the
-        look-up's own requests fail: a PUBLISH stored `body`; an APPEND, the version before with
-        `body` appended; either, the metadata it sent.
+        later, over versions in between (the real server's stale write).  None when none of the
+        versions after it, up to the current one and at most _LOOK_AHEAD, holds it, or when the
+        look-up's own requests fail.  A version holds the write when its body is what the write
+        makes (a PUBLISH's `body`; an APPEND's, the version before with `body` appended) and its
+        metadata has what the write sent.
         """
         try:
             versions = self.versions(path)
@@ -385,16 +386,16 @@ class MarkClient:
                 return None
             last = min(versions.number("current"), expected_version + _LOOK_AHEAD)
             for version in range(expected_version + 1, last + 1):
-                stored = self.fetch(path, version=version)
-                if stored.status != "ok" or any(stored.metadata.get(key, value) != value
-                                                for key, value in (metadata or {}).items()):
+                held = self.fetch(path, version=version)
+                if held.status != "ok" or any(held.metadata.get(key, value) != value
+                                              for key, value in (metadata or {}).items()):
                     continue
                 made = body if verb == "PUBLISH" else _appended(self.fetch(path, version=version - 1).body, body)
-                if stored.body != made:
+                if held.body != made:
                     continue
                 if version == expected_version + 1:
                     return MarkResponse("created", {"version": str(version),
-                                                    "modified": stored.metadata.get("modified", "")}, "")
+                                                    "modified": held.metadata.get("modified", "")}, "")
                 return MarkResponse("conflict", {"server-version": str(version),
                                                  "your-version": str(expected_version)}, "")
         except MarkError:
@@ -523,8 +524,9 @@ def _parse_answer(data: bytes, whole: bool, doing: str) -> _Exchange:
 
 
 def _closed_unanswered(error: requests.RequestException) -> bool:
-    """Whether the server ended the connection, closed or reset, before its answer came: refused, broke,
-    or a kept-alive connection it was closing just as the request went out."""
+    """Whether the server ended the connection, closed or reset, before its answer came: it declined the
+    request unread, broke (before or after handling it), or was closing a kept-alive connection just as
+    the request went out."""
     reason = error.args[0] if error.args else None
     return isinstance(reason, urllib3_exceptions.ProtocolError) and any(
         isinstance(arg, (RemoteDisconnected, ConnectionResetError)) for arg in reason.args)

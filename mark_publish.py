@@ -120,7 +120,7 @@ import os
 import random
 import sys
 import time
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, fields
 from typing import Callable, Dict, NamedTuple, Optional, Sequence, Tuple
 
 from diff3 import diff3
