@@ -60,8 +60,6 @@ through `request`.  `_send` is this table, row by row.
     not HTTP 200 (nor 429 or 503)        error        look; not found: landed?    landed?
     not a Mark response, compressed,     error        look; not found: landed?    landed?
       no length and no content-hash
-    QUIC: closed mid-answer              once more,   look; not found: landed?    landed?
-                                           then error
     `server-error` (a Mark answer)       returned     look; not found: returned   returned
     `created` as a version but E + 1     -            landed? (no look-up)        returned
       (or `ok` as neither E nor E + 1)
@@ -84,6 +82,11 @@ through `request`.  `_send` is this table, row by row.
 - landed?: MarkError("transport") with `may_have_landed` True: the write
   went out and whether it was stored is unknown; fetch before retrying.
 - returned: the answer, as a MarkResponse.
+
+test_failures.py plays each cell over HTTP.  Over QUIC (mark_quic.py) a
+failed handshake is "could not connect", an empty answer is a refusal, and
+a connection that closes mid-answer is "reset mid-answer", except that a
+read is first sent once more on a new connection.
 
 Versions are immutable, so `fetch(path, version=N)` is cached (the last
 _CACHED_VERSIONS), and so is a version this client published with
@@ -783,8 +786,8 @@ def _appended(old: str, text: str) -> str:
 # ============================================================== the deadline
 # Everything below keeps `timeout` a deadline for every read of an HTTP answer,
 # without a thread.  It is the one part of this file that leans on names that
-# are not public API; checked with urllib3 1.26.20 and 2.8.0 on CPython 3.9 and
-# 3.11 (CI runs the client's tests under urllib3 1.26 and 2.x):
+# are not public API; checked with urllib3 1.26.20 and 2.8.0 (CPython 3.11) and
+# 2.6.3 (CPython 3.9); CI runs the client's tests under urllib3 1.26 and 2.x:
 #   - urllib3: PoolManager.pool_classes_by_scheme (which pool class serves a
 #     scheme), HTTPConnectionPool.ConnectionCls (which connection class a pool
 #     makes), HTTPConnection.connect() setting HTTPConnection.sock, and urllib3
