@@ -209,7 +209,7 @@ class MarkClient:
         _check_settings(token, timeout, proxies, verify)
         if token and parts.scheme == "http" and not _is_loopback(parts.hostname) and not allow_insecure_http:
             raise ValueError(
-                "refusing to send the token over plain http:// to a non-loopback host; "
+                "the token is not sent over plain http:// to a non-loopback host; "
                 "use https://, or pass allow_insecure_http=True if the network is trusted"
             )
         self.base_url = base_url.rstrip("/")

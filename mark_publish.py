@@ -331,8 +331,8 @@ class _Outcome(NamedTuple):
 class _Budget:
     """The PUBLISHes a call has left, and until when it may pause between them.
 
-    Each public entry point makes one, first thing, and every PUBLISH it
-    sends, its first and its repairs included, goes through `publish`, so
+    Each public entry point that PUBLISHes makes one, first thing, and every
+    PUBLISH it sends, its first and its repairs included, goes through `publish`, so
     that no path can send more than the call was given: 1 + `max_retries`
     for `mark_publish` and `publish_edit`, `max_retries` for
     `after_conflict` and `merge_and_publish` (their caller sent the first).
