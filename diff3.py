@@ -1,91 +1,84 @@
 """Line-based three-way merge with git-style conflict markers; Python's standard library only.
 
-    >>> from diff3 import diff3
+    >>> from diff3 import diff3, explain
     >>> base = "# Title\\n\\nIntro.\\n\\nBody.\\n"
     >>> ours = "# Title\\n\\nIntro, revised.\\n\\nBody.\\n"
     >>> theirs = "# Title\\n\\nIntro.\\n\\nBody, revised.\\n"
     >>> diff3(base, ours, theirs)
     Merge(merged='# Title\\n\\nIntro, revised.\\n\\nBody, revised.\\n', had_conflict=False)
+    >>> explain("a\\nb\\nc\\n", "a\\nX\\nc\\n", "a\\nY\\nc\\n")
+    [Conflict(start=2, end=6, why='both sides changed base line 2 (rule step 3)')]
 
     $ python -m diff3 OURS BASE THEIRS              # or mark-diff3; exit 0 clean, 1 conflicts, 2 trouble
     $ mark-diff3 OURS BASE THEIRS -o FILE           # as git's merge driver: writes the merge to FILE
+    $ mark-diff3 --explain OURS BASE THEIRS         # also says on stderr why each conflict is one
 
-The two-way diff (`get_hunks`) is Bram Cohen's patience diff: the lines
-both texts share at their start and end are matched (first, as in git's),
-then the lines found exactly once in each, in their longest common order,
-and each stretch between two of those is diffed the same way; a stretch
-with no line once in each, after its equal ends, is one change, as in
-bzr's (which of its equal lines became which is not known).  A hunk that only
-inserts or only deletes is moved down while the line after it equals its
-first, so one change has one place (`_slide`).  The code walks faster
-than it reads; test_diff3.py checks it against a plain recursion of this.
+The principle: a merge is clean only when it does not depend on a choice
+the diff made arbitrarily.  So the merge is made twice, once on the texts
+as they are and once on the texts with their lines in reverse order, which
+breaks every tie of the diff the other way; where the two readings differ,
+the merge conflicts.
+
+The two-way diff (`get_hunks`) is Bram Cohen's patience diff, plainly:
+the lines both texts share at the start and end of a stretch are matched,
+then the lines found once in each, in their longest common order (patience
+sorting), and each stretch between two of those is diffed the same way.  A
+stretch with no line once in each gets Myers' minimal diff, unless finding
+it takes more than WORK_LIMIT steps, and then the stretch is one change (so
+the limit can turn a clean merge into a conflict, never into another clean
+merge).  Then a hunk that only inserts or only deletes moves down while the
+line after it equals its first (`_slide`), so one change has one place.
 
 The merge takes a change one side made to base, takes the same change made
 by both once, and writes changes of the two sides that meet as a conflict
 block ("<<<<<<< ours", ours' lines, with style="diff3" "||||||| base" and
 base's, "=======", theirs' lines, ">>>>>>> theirs").  The rule:
 
-1. A side's changes are the hunks of `get_hunks(base, side)`; a change's
-   reach is its base lines, grown over the base lines beside them, up to
-   the side's next changes, that equal a line it removed or added: a diff
-   could have put it anywhere there (`_changes`).
-2. A change that removes a non-blank line base holds more than once,
-   unless each line it removes became one like it (`_in_place`: difflib's
-   ratio at least 0.6, as a ticked box), reaches every copy of that line
-   between the nearest lines once in base the side keeps: which copy went
-   is not known (`_copies`).
-3. Changes of the two sides meet when their reaches share a line, when
-   one inserts strictly inside the other's reach (or inside the span of
-   the group the other is in, step 6), or when both insert at one place,
-   an insertion's place being anywhere in its reach (`_meets`).
-4. Changes whose reaches touch (one ends where the other starts) also
-   meet when either is one of step 2's, or when one that removes lines
-   has, at that place, a base line its reach grew over or one it gives
-   again: a finer diff could keep that line and insert beside it
-   (`_touch_meets`).
-5. An insertion at the file's edge also meets a change it touches that
-   leaves fewer lines than it took: nothing is left to place it by
-   (`_touch_meets`).
-6. Changes that meet, and a side's own changes whose reaches touch,
-   directly or through others, form a group over the base lines their
-   reaches span, which is clean when one side leaves those lines as they
-   were or both sides give the same lines, and else a conflict (`_groups`,
-   `_taken`).
-7. If the clean groups together add a non-blank line (net of what they
-   remove) more times than ours' changes do and more times than theirs'
-   do, a change was taken twice, and each clean group whose text holds
-   such a line becomes a conflict too (`_doubled`).
-8. Conflicts with no base line between them are one block, and with
-   style="merge" the lines both sides of a block share (by `get_hunks`)
-   stay outside its markers, as in git's "zealous" merge; a block whose
-   sides are equal (only step 7 makes one) shows base's lines, as
-   style="diff3" does (`_block`).
+1. A side's changes are the hunks of `get_hunks(base, side)` (`_changes`).
+2. A change that removes a non-blank line base holds more than once, unless
+   each line it removes became one like it (`_in_place`, as a ticked box),
+   spans every copy of that line between the nearest lines once in base
+   that the side keeps, since which copy went is not known (`_copies`).
+3. Changes meet when their spans share a base line, when one inserts
+   strictly inside the other's span, when both insert at one place, or when
+   one empties the document; changes that meet form a group, clean when one
+   side leaves its base lines as they were or both make them alike, else a
+   conflict (`_groups`).
+4. If the clean groups add a non-blank line more times than ours' changes
+   do and more than theirs' do, each clean group holding it is a conflict,
+   since both may have added it (`_doubled`).
+5. Steps 1-4 run again on the texts reversed, and wherever the two readings'
+   groups differ, the base lines between the nearest lines both readings
+   keep on both sides, pair alike and group with nothing are one conflict
+   (`_readings`).
+6. Conflicts with no base line between them are one block, and with
+   style="merge" the lines both sides of a block share stay outside its
+   markers, as in git's "zealous" merge (`_block`).
 
-Two results where git's merge differs: edits of neighbouring lines merge,
-and a line both sides add at different places is a conflict (step 7):
+`explain()` (or `mark-diff3 --explain`) gives each conflict's merged lines
+and the step that made it.  Where the rule and git's merge differ: edits of
+neighbouring lines merge, and a line both sides add at different places
+conflicts (step 4):
 
     >>> diff3("a\\nb\\nc\\n", "a\\nB\\nc\\n", "a\\nb\\nC\\n").merged
     'a\\nB\\nC\\n'
-    >>> diff3("# A\\n\\n# B\\n", "# A\\n- x\\n\\n# B\\n", "# A\\n\\n# B\\n- x\\n").had_conflict
-    True
+    >>> explain("# A\\n\\n# B\\n", "# A\\n- x\\n\\n# B\\n", "# A\\n\\n# B\\n- x\\n")[0].why
+    'the merge would hold "- x" more often than ours and than theirs: both may have added it (rule step 4)'
 
-Text inserted beside a line the other side removed keeps its place (step
-4), but the removal of a line base holds twice meets an edit beside it,
-since which copy went is not known (steps 2 and 4):
+Text inserted beside a line the other side removed keeps its place, but
+removing one of two equal lines meets an edit beside the other (step 2),
+and a line added to a run of equal lines could sit anywhere in it (step 5):
 
     >>> diff3("one\\ntwo\\nthree\\n", "one\\nthree\\n", "one\\ntwo\\nnew\\nthree\\n").merged
     'one\\nnew\\nthree\\n'
     >>> diff3("A\\n- x\\nB\\n- x\\nC\\n", "A\\nB\\n- x\\nC\\n", "A\\n- x\\nB2\\n- x\\nC\\n").merged
     'A\\n<<<<<<< ours\\nB\\n=======\\n- x\\nB2\\n>>>>>>> theirs\\n- x\\nC\\n'
+    >>> diff3("a\\nx\\nx\\nb\\n", "a\\nx\\nx\\nx\\nb\\n", "a\\nx\\nX\\nb\\n").merged
+    'a\\nx\\n<<<<<<< ours\\nx\\nx\\n=======\\nX\\n>>>>>>> theirs\\nb\\n'
 
-At the file's edge, an insertion meets a removal beside it (step 5), not a
-line edited in place; in a conflict, lines both sides share stay outside
-the markers (step 8), and markers take the document's line ending:
+In a conflict, lines both sides share stay outside the markers (step 6),
+and markers take the document's line ending:
 
-    >>> diff3("a\\nb\\nc\\n", "new\\na\\nb\\nc\\n", "b\\nc\\n").merged
-    '<<<<<<< ours\\nnew\\na\\n=======\\n>>>>>>> theirs\\nb\\nc\\n'
-    >>> diff3("a\\nb\\nc\\n", "new\\na\\nb\\nc\\n", "A\\nb\\nc\\n").merged
-    'new\\nA\\nb\\nc\\n'
     >>> diff3("p\\nq\\nr\\n", "p\\nX\\nY\\nr\\n", "p\\nZ\\nY\\nr\\n").merged
     'p\\n<<<<<<< ours\\nX\\n=======\\nZ\\n>>>>>>> theirs\\nY\\nr\\n'
     >>> diff3("x\\r\\ny\\r\\n", "x\\r\\nY1\\r\\n", "x\\r\\nY2\\r\\n").merged
@@ -105,17 +98,25 @@ import bisect
 import difflib
 import sys
 from collections import Counter
-from itertools import chain, compress, count
-from operator import attrgetter, methodcaller, ne
-from typing import List, NamedTuple, NoReturn, Optional, Sequence, Tuple
+from itertools import chain
+from operator import methodcaller
+from typing import Dict, List, NamedTuple, NoReturn, Optional, Sequence, Tuple
 
-__version__ = "0.2.0"  # the release this file is from; vendored copies keep saying it
-__all__ = ["diff3", "Merge", "get_hunks", "split_lines", "join_lines", "main"]
+__version__ = "0.3.0"  # the release this file is from; vendored copies keep saying it
+__all__ = ["diff3", "explain", "Merge", "Conflict", "get_hunks", "split_lines", "join_lines", "main", "WORK_LIMIT"]
+
+WORK_LIMIT = 200_000  # steps (lines compared, diagonals tried) Myers' search may take for one stretch
 
 
 class Merge(NamedTuple):
     merged: str  # the merged text, with conflict blocks where needed
     had_conflict: bool
+
+
+class Conflict(NamedTuple):
+    start: int  # the merged text's lines start..end (1-based, markers included) hold the conflict
+    end: int
+    why: str  # which base lines, what happened there, and the rule step that made it a conflict
 
 
 Hunk = Tuple[int, int, int, int]  # (a_lo, a_hi, b_lo, b_hi): a[a_lo:a_hi] became b[b_lo:b_hi]
@@ -131,22 +132,33 @@ def diff3(base: str, ours: str, theirs: str, *, style: str = "merge",
     ValueError, naming the argument, for anything but str texts, a known
     style and three one-line labels.
     """
+    return _diff3(base, ours, theirs, style, labels)[0]
+
+
+def explain(base: str, ours: str, theirs: str, *, style: str = "merge",
+            labels: Sequence[str] = ("ours", "base", "theirs")) -> List[Conflict]:
+    """Why `diff3(base, ours, theirs, ...)` conflicts where it does: a `Conflict` for
+    each run of conflict blocks, with the merged lines it holds and the reason."""
+    return _diff3(base, ours, theirs, style, labels)[1]
+
+
+def _diff3(base: str, ours: str, theirs: str, style: str,
+           labels: Sequence[str]) -> Tuple[Merge, List[Conflict]]:
     _check(base, ours, theirs, style, labels)
     if ours == base or ours == theirs:
-        return Merge(theirs, False)
+        return Merge(theirs, False), []
     if theirs == base:
-        return Merge(ours, False)
-
+        return Merge(ours, False), []
     texts = [split_lines(base), split_lines(ours), split_lines(theirs)]
     # The document's line ending: that of base's first line if it has one, else ours', else theirs'.
     eol = next(("\r\n" if lines[0].endswith("\r\n") else "\n" for lines in texts
                 if lines and lines[0].endswith("\n")), "\n")
     markers = ("<<<<<<< " + labels[0] + eol, "||||||| " + labels[1] + eol, "=======" + eol,
                ">>>>>>> " + labels[2] + eol)
-    out, had_conflict = _merge(*texts, markers, style == "diff3")
+    out, conflicts = _merge(*texts, markers, style == "diff3")
     # Only a document's last line can lack a newline; if none does, plain join.
     ended = all(lines[-1].endswith("\n") for lines in texts if lines)
-    return Merge("".join(out) if ended else join_lines(out, eol), had_conflict)
+    return Merge("".join(out) if ended else join_lines(out, eol), bool(conflicts)), conflicts
 
 
 def _check(base: str, ours: str, theirs: str, style: str, labels: Sequence[str]) -> None:
@@ -192,111 +204,45 @@ def get_hunks(a: Sequence, b: Sequence) -> List[Hunk]:
     at least one equal element; one that only inserts or only deletes sits
     as far down as it can without touching the next.
     """
-    blocks = sorted(_matches(a, b)) + [(len(a), len(b), 0)]
-    hunks, i, j = [], 0, 0
-    for block_i, block_j, size in blocks:
-        if block_i > i or block_j > j:
-            hunks.append((i, block_i, j, block_j))
-        i, j = block_i + size, block_j + size
-    return _slide(a, b, hunks)
-
-
-def _matches(a: Sequence, b: Sequence) -> List[Tuple[int, int, int]]:
-    """The equal runs (i, j, size) of the patience diff, in no particular order."""
-    found = []
+    matched: List[Tuple[int, int]] = []  # (i, j): a[i] and b[j] are the same line, kept
     stretches = [(0, len(a), 0, len(b))]  # still to diff: a[a_lo:a_hi] against b[b_lo:b_hi]
     while stretches:
         a_lo, a_hi, b_lo, b_hi = stretches.pop()
-        head = _same(a, b, a_lo, b_lo, min(a_hi - a_lo, b_hi - b_lo), 1)
-        tail = _same(a, b, a_hi, b_hi, min(a_hi - a_lo, b_hi - b_lo) - head, -1)
-        found += [(a_lo, b_lo, head), (a_hi - tail, b_hi - tail, tail)]
-        a_lo, a_hi, b_lo, b_hi = a_lo + head, a_hi - tail, b_lo + head, b_hi - tail
-        if a_lo == a_hi or b_lo == b_hi or a_hi - a_lo == b_hi - b_lo == 1:
-            runs = []  # all inserted or all deleted, or one line replaced: no line to pair
-        else:
-            runs = _anchored_runs(a, b, a_lo, a_hi, b_lo, b_hi)
-        for i, j, size in runs:  # each starts after a difference: a stretch to diff before it
-            if i > a_lo and j > b_lo:  # (one that only inserts or only deletes holds no match)
+        while a_lo < a_hi and b_lo < b_hi and a[a_lo] == b[b_lo]:  # equal starts
+            matched.append((a_lo, b_lo))
+            a_lo, b_lo = a_lo + 1, b_lo + 1
+        while a_lo < a_hi and b_lo < b_hi and a[a_hi - 1] == b[b_hi - 1]:  # equal ends
+            a_hi, b_hi = a_hi - 1, b_hi - 1
+            matched.append((a_hi, b_hi))
+        if a_lo == a_hi or b_lo == b_hi:
+            continue  # all inserted or all deleted: nothing to pair
+        anchors = _longest_ascending(_unique_pairs(a, b, a_lo, a_hi, b_lo, b_hi))
+        if not anchors:
+            matched += _myers(a, b, a_lo, a_hi, b_lo, b_hi)
+            continue
+        matched += anchors
+        for i, j in anchors + [(a_hi, b_hi)]:
+            if i > a_lo and j > b_lo:  # lines on both sides between two anchors: diff them
                 stretches.append((a_lo, i, b_lo, j))
-            found.append((i, j, size))
-            a_lo, b_lo = i + size, j + size
-        if runs and (a_lo < a_hi or b_lo < b_hi):
-            stretches.append((a_lo, a_hi, b_lo, b_hi))
-    return [block for block in found if block[2]]
+            a_lo, b_lo = i + 1, j + 1
+    hunks, i, j = [], 0, 0
+    for x, y in sorted(matched) + [(len(a), len(b))]:
+        if x > i or y > j:
+            hunks.append((i, x, j, y))
+        i, j = x + 1, y + 1
+    return _slide(a, b, hunks)
 
 
-def _same(a: Sequence, b: Sequence, i: int, j: int, limit: int, way: int) -> int:
-    """How many elements a and b share from a[i], b[j] on (way 1) or before them
-    (way -1), at most `limit`: compared a slice of doubling length at a time, at C speed."""
-    size, step = 0, 16
-    while size < limit:
-        stop = min(size + step, limit)
-        if way > 0:
-            x, y = a[i + size:i + stop], b[j + size:j + stop]
-        else:
-            x, y = a[i - stop:i - size][::-1], b[j - stop:j - size][::-1]
-        if x != y:
-            return size + next(compress(count(), map(ne, x, y)))
-        size, step = stop, step * 2
-    return size
-
-
-def _anchored_runs(a: Sequence, b: Sequence, a_lo: int, a_hi: int, b_lo: int,
-                   b_hi: int) -> List[Tuple[int, int, int]]:
-    """The anchors of a[a_lo:a_hi] against b[b_lo:b_hi] (the chain of `_unique_chain`),
-    each with the equal lines after it, as runs (i, j, size); an anchor a run passes
-    lies on it (it is the only copy on each side), so it starts no run of its own.
-
-    Where no line moved, the chain is every line once in each, and a walk from each
-    run's end to the next such line finds the same runs without looking at the lines
-    the runs hold; the walk stops for `_unique_chain` at the first line that moved."""
+def _unique_pairs(a: Sequence, b: Sequence, a_lo: int, a_hi: int, b_lo: int, b_hi: int) -> List[Tuple[int, int]]:
+    """The pairs (i, j) of lines found once in a[a_lo:a_hi] and once in b[b_lo:b_hi], by i."""
     count_a, count_b = Counter(a[a_lo:a_hi]), Counter(b[b_lo:b_hi])
-    runs: List[Tuple[int, int, int]] = []
-    i, j = a_lo, b_lo
-    while i < a_hi:
-        k = next((k for k in range(i, a_hi) if count_a[a[k]] == 1 and count_b.get(a[k]) == 1), a_hi)
-        # Its pair in b is not before j: a line once in b before j is on a run already
-        # walked, or in a stretch between runs, checked below when it was passed.
-        j_next = b.index(a[k], j, b_hi) if k < a_hi else b_hi
-        if any(count_b[line] == 1 and count_a.get(line) == 1 for line in b[j:j_next]):
-            # A pair further on in a comes first in b: a line moved.
-            return _runs_along(a, b, a_hi, b_hi, _unique_chain(a, b, a_lo, a_hi, b_lo, b_hi))
-        if k == a_hi:
-            break
-        runs.append((k, j_next, _same(a, b, k, j_next, min(a_hi - k, b_hi - j_next), 1)))
-        i, j = k + runs[-1][2], j_next + runs[-1][2]
-    return runs
-
-
-def _runs_along(a: Sequence, b: Sequence, a_hi: int, b_hi: int, anchors: List[Tuple[int, int]]) -> List[Tuple[int, int, int]]:
-    """The runs that start at `anchors` no earlier run passes."""
-    runs: List[Tuple[int, int, int]] = []
-    k = 0
-    while k < len(anchors):
-        i, j = anchors[k]
-        runs.append((i, j, _same(a, b, i, j, min(a_hi - i, b_hi - j), 1)))
-        k = bisect.bisect_left(anchors, (i + runs[-1][2], -1), k)
-    return runs
-
-
-def _unique_chain(a: Sequence, b: Sequence, a_lo: int, a_hi: int, b_lo: int, b_hi: int) -> List[Tuple[int, int]]:
-    """The pairs (i, j) of lines found once in a[a_lo:a_hi] and once in b[b_lo:b_hi],
-    the longest chain of them ascending in both (patience sorting), in order; for
-    `_anchored_runs`, where some of them do not ascend."""
-    # (The pairs are found at C speed: map, compress and zip instead of loops in Python.)
-    lines_a, lines_b = a[a_lo:a_hi], b[b_lo:b_hi]
-    count_a, count_b = Counter(lines_a), Counter(lines_b)
-    once = set(compress(count_a, map((1).__eq__, count_a.values())))
-    once.intersection_update(compress(count_b, map((1).__eq__, count_b.values())))
-    at_b = dict(zip(lines_b, range(b_lo, b_hi)))  # right for the lines once in b
-    in_a = list(map(once.__contains__, lines_a))
-    pairs = list(zip(compress(range(a_lo, a_hi), in_a), map(at_b.__getitem__, compress(lines_a, in_a))))
-    return _longest_ascending(pairs)
+    at_b = {b[j]: j for j in range(b_lo, b_hi) if count_b[b[j]] == 1}
+    return [(i, at_b[a[i]]) for i in range(a_lo, a_hi) if count_a[a[i]] == 1 and a[i] in at_b]
 
 
 def _longest_ascending(pairs: List[Tuple[int, int]]) -> List[Tuple[int, int]]:
-    """The longest subsequence of `pairs` (ascending in their first number, and
-    never empty: a line moved) whose second numbers ascend too, by patience sorting."""
+    """The longest subsequence of `pairs` (ascending in their first number) whose
+    second numbers ascend too, by patience sorting; of several, the one ending last."""
     # tops[t]: the least j ending a chain of t+1 pairs, ends[t] the pair that ends it;
     # back[p]: the pair before pair p in its chain.
     tops: List[int] = []
@@ -310,11 +256,52 @@ def _longest_ascending(pairs: List[Tuple[int, int]]) -> List[Tuple[int, int]]:
             ends.append(p)
         else:
             tops[t], ends[t] = j, p
-    longest, p = [], ends[-1]
+    longest, p = [], ends[-1] if ends else -1
     while p >= 0:
         longest.append(pairs[p])
         p = back[p]
     return longest[::-1]
+
+
+def _myers(a: Sequence, b: Sequence, a_lo: int, a_hi: int, b_lo: int, b_hi: int) -> List[Tuple[int, int]]:
+    """The pairs (i, j) a minimal diff of a[a_lo:a_hi] and b[b_lo:b_hi] keeps, by Myers'
+    O(ND) greedy search; none (one change) once the search takes over WORK_LIMIT steps."""
+    n, m = a_hi - a_lo, b_hi - b_lo
+    # furthest[k]: how far along `a` (x) the paths of d edits reach on diagonal k = x - y;
+    # seen[d]: furthest as it was before round d, to walk the path back.
+    furthest: Dict[int, int] = {1: 0}
+    seen: List[Dict[int, int]] = []
+    work = d = 0
+    while True:  # (a path of n + m edits reaches the end, so the loop returns)
+        seen.append(dict(furthest))
+        work += d + 1  # the diagonals this round tries
+        for k in range(-d, d + 1, 2):
+            down = k == -d or (k != d and furthest[k - 1] < furthest[k + 1])
+            x = start = furthest[k + 1] if down else furthest[k - 1] + 1  # a line of b inserted, or of a deleted
+            y = x - k
+            while x < n and y < m and a[a_lo + x] == b[b_lo + y]:
+                x, y = x + 1, y + 1
+            work += x - start  # the equal lines it follows
+            furthest[k] = x
+            if k == n - m and x >= n:  # the first path to reach the end is a shortest one
+                return _walk_back(seen, d, n, m, a_lo, b_lo)
+        if work > WORK_LIMIT:
+            return []
+        d += 1
+
+
+def _walk_back(seen: List[Dict[int, int]], d: int, x: int, y: int, a_lo: int, b_lo: int) -> List[Tuple[int, int]]:
+    """The equal lines on the path of `d` edits that `_myers` found to (x, y)."""
+    pairs = []
+    while True:
+        k, before = x - y, seen[d]
+        down = k == -d or (k != d and before[k - 1] < before[k + 1])
+        prev_x = before[k + 1] if down else before[k - 1]
+        start = prev_x if down else prev_x + 1  # where the snake of equal lines to (x, y) starts
+        pairs += [(a_lo + i, b_lo + i - k) for i in range(start, x)]
+        if d == 0:
+            return pairs
+        x, y, d = prev_x, prev_x - (k + 1 if down else k - 1), d - 1
 
 
 def _slide(a: Sequence, b: Sequence, hunks: List[Hunk]) -> List[Hunk]:
@@ -337,16 +324,17 @@ def _slide(a: Sequence, b: Sequence, hunks: List[Hunk]) -> List[Hunk]:
 # ------------------------------------------------------------------- the merge
 
 OURS, THEIRS = 0, 1  # a change's side
+SIDES = ("ours", "theirs")
 
 
-class _Change(NamedTuple):  # one side's hunk: base[lo:hi] became `lines`; base[top:bottom] is its reach
+class _Change(NamedTuple):  # one side's hunk: base[lo:hi] became `lines`; base[top:bottom] is its span
     top: int
     bottom: int
     lo: int
     hi: int
     side: int
     lines: List[str]
-    copies: bool = False  # rule step 2 grew its reach: which copy of a line it removed is not known
+    copied: Optional[str] = None  # the repeated line rule step 2 grew the span for
 
 
 class _Group(NamedTuple):  # changes that meet, over base[lo:hi]: what ours and theirs make of those lines
@@ -355,43 +343,145 @@ class _Group(NamedTuple):  # changes that meet, over base[lo:hi]: what ours and 
     mine: List[str]
     yours: List[str]
     taken: Optional[List[str]]  # what it writes if clean; None: a conflict
+    why: str = ""  # for a conflict, what made it one
 
 
 def _merge(base: List[str], ours: List[str], theirs: List[str], markers: tuple,
-           with_base: bool) -> Tuple[List[str], bool]:
-    """The merged lines and whether any conflicted."""
-    in_base = Counter(base)
-    changes = sorted(_changes(base, ours, OURS, in_base) + _changes(base, theirs, THEIRS, in_base))
-    groups = []
-    for lo, hi, members in _groups(base, changes):
-        mine, yours = _apply(base, lo, hi, members, OURS), _apply(base, lo, hi, members, THEIRS)
-        groups.append(_Group(lo, hi, mine, yours, _taken(base[lo:hi], mine, yours)))
-    doubled = _doubled(base, changes, groups)
-    blocks: List[_Group] = []  # what to write: conflicts with no base line between them as one (rule step 8)
-    for k, group in enumerate(groups):
-        if k in doubled:
-            group = group._replace(taken=None)
+           with_base: bool) -> Tuple[List[str], List[Conflict]]:
+    """The merged lines, and the conflicts among them."""
+    groups = _readings(base, ours, theirs)
+    blocks: List[_Group] = []  # conflicts with no base line between them as one (rule step 6)
+    for group in groups:
         if group.taken is None and blocks and blocks[-1].taken is None and blocks[-1].hi == group.lo:
-            blocks[-1].mine.extend(group.mine)  # (in place: a run of many conflicts stays linear)
-            blocks[-1].yours.extend(group.yours)
-            blocks[-1] = blocks[-1]._replace(hi=group.hi)
+            why = blocks[-1].why if group.why in blocks[-1].why else blocks[-1].why + "; " + group.why
+            blocks[-1] = _Group(blocks[-1].lo, group.hi, blocks[-1].mine + group.mine,
+                                blocks[-1].yours + group.yours, None, why)
         else:
             blocks.append(group)
     out: List[str] = []
+    conflicts: List[Conflict] = []
     pos = 0
     for block in blocks:
         out += base[pos:block.lo]
         if block.taken is None:
+            start = len(out) + 1
             out += _block(base[block.lo:block.hi], block.mine, block.yours, markers, with_base)
+            conflicts.append(Conflict(start, len(out), block.why))
         else:
             out += block.taken
         pos = block.hi
-    return out + base[pos:], any(block.taken is None for block in blocks)
+    return out + base[pos:], conflicts
 
 
-def _changes(base: List[str], lines: List[str], side: int, in_base: Counter) -> List[_Change]:
-    """A side's hunks against base, each with its reach (rule steps 1 and 2)."""
-    hunks = get_hunks(base, lines)
+def _readings(base: List[str], ours: List[str], theirs: List[str]) -> List[_Group]:
+    """The groups of the texts as they are, with each stretch where the groups of the
+    texts reversed differ made one conflict (rule step 5)."""
+    n = len(base)
+    forward, hunks = _reading(base, ours, theirs)
+    backward, back_hunks = _reading(base[::-1], ours[::-1], theirs[::-1])
+    backward = [_Group(n - g.hi, n - g.lo, g.mine[::-1], g.yours[::-1], g.taken and g.taken[::-1], g.why)
+                for g in reversed(backward)]
+    back_hunks = [[(n - h[1], n - h[0], len(lines) - h[3], len(lines) - h[2]) for h in reversed(side_hunks)]
+                  for lines, side_hunks in zip((ours, theirs), back_hunks)]
+    seeds = {_key(g) for g in forward}.symmetric_difference(map(_key, backward))
+    if not seeds:
+        return forward
+    # A base line is firm when both readings keep it on both sides, pair it alike, and
+    # hold it in no group's span: firm lines bound each stretch in doubt.
+    places = [_Places(side_hunks) for side_hunks in (*hunks, *back_hunks)]
+    spans = [_Places([(g.lo, g.hi, 0, 0) for g in groups]) for groups in (forward, backward)]
+
+    def firm(i: int) -> bool:
+        at = [p.at(i) for p in places]
+        return None not in at and at[0] == at[2] and at[1] == at[3] and None not in (spans[0].at(i), spans[1].at(i))
+
+    stretches: List[Tuple[int, int]] = []
+    for lo, hi in sorted((key[0], key[1]) for key in seeds):
+        if stretches and stretches[-1][0] <= lo and hi <= stretches[-1][1]:
+            continue  # (its stretch is found already)
+        while lo > 0 and not firm(lo - 1):
+            lo -= 1
+        while hi < n and not firm(hi):
+            hi += 1
+        stretches.append((lo, hi))
+    # Each stretch holds whole groups of either reading; it is clean when both readings
+    # make it the same text without conflict, and else one conflict.
+    out: List[_Group] = []
+    done = 0  # forward groups up to here are in `out`
+    starts = [(g.lo, g.hi) for g in forward]
+    back_starts = [(g.lo, g.hi) for g in backward]
+    for lo, hi in stretches:
+        first, last = bisect.bisect_left(starts, (lo, lo)), bisect.bisect_right(starts, (hi, hi))
+        mine = _text(base, forward[first:last], lo, hi)
+        yours = _text(base, backward[bisect.bisect_left(back_starts, (lo, lo)):bisect.bisect_right(back_starts, (hi, hi))], lo, hi)
+        out += forward[done:first]
+        done = last
+        if mine is not None and mine == yours:
+            out += forward[first:last]
+            continue
+        mine, yours = (lines[p.at(lo - 1) + 1 if lo else 0:p.at(hi) if hi < n else len(lines)]
+                       for lines, p in ((ours, places[0]), (theirs, places[1])))
+        why = f"{_lines(lo, hi)} hold look-alike lines the diff can pair two ways, and the two ways merge differently"
+        out.append(_Group(lo, hi, mine, yours, None, why + " (rule step 5)"))
+    return out + forward[done:]
+
+
+def _text(base: List[str], groups: List[_Group], lo: int, hi: int) -> Optional[List[str]]:
+    """What `groups` (in order, all within base[lo:hi]) make of base[lo:hi]; None if one conflicts."""
+    out, pos = [], lo
+    for g in groups:
+        if g.taken is None:
+            return None
+        out += base[pos:g.lo]
+        out += g.taken
+        pos = g.hi
+    return out + base[pos:hi]
+
+
+def _key(group: _Group) -> tuple:
+    """What a reader sees of a group: its base lines, both sides' lines, whether it is clean."""
+    return group.lo, group.hi, tuple(group.mine), tuple(group.yours), group.taken is None
+
+
+class _Places:
+    """Where a diff's other text holds each line of `a` that its hunks keep."""
+
+    def __init__(self, hunks: List[Hunk]) -> None:
+        self.hunks = hunks
+        self.starts = [h[0] for h in hunks]
+
+    def at(self, i: int) -> Optional[int]:
+        """Where line i of `a` is in `b`, or None if a hunk changes it."""
+        k = bisect.bisect_right(self.starts, i)
+        if k == 0:
+            return i
+        a_lo, a_hi, b_lo, b_hi = self.hunks[k - 1]
+        return None if i < a_hi else b_hi + i - a_hi
+
+
+def _lines(lo: int, hi: int) -> str:
+    """Base lines lo..hi-1, as a reader counts them (from 1)."""
+    if lo == hi:
+        return f"the place after base line {lo}" if lo else "the start of base"
+    return f"base line {lo + 1}" if hi == lo + 1 else f"base lines {lo + 1}-{hi}"
+
+
+def _reading(base: List[str], ours: List[str], theirs: List[str]) -> Tuple[List[_Group], List[List[Hunk]]]:
+    """One reading's groups (rule steps 1-4), and the hunks of each side."""
+    in_base = Counter(base)
+    hunks = [get_hunks(base, ours), get_hunks(base, theirs)]
+    changes = sorted(_changes(base, ours, OURS, hunks[0], in_base) + _changes(base, theirs, THEIRS, hunks[1], in_base))
+    groups = []
+    for lo, hi, members in _groups(base, changes):
+        mine, yours = _apply(base, lo, hi, members, OURS), _apply(base, lo, hi, members, THEIRS)
+        taken = _taken(base[lo:hi], mine, yours)
+        groups.append(_Group(lo, hi, mine, yours, taken, "" if taken is not None else _why(base, lo, hi, members)))
+    return _doubled(base, changes, groups), hunks
+
+
+def _changes(base: List[str], lines: List[str], side: int, hunks: List[Hunk], in_base: Counter) -> List[_Change]:
+    """A side's hunks against base as changes, each spanning the base lines beside it that
+    equal a line it removes or adds (rule step 1), spans grown by step 2."""
     changes = []
     for k, (lo, hi, side_lo, side_hi) in enumerate(hunks):
         own = set(base[lo:hi]).union(lines[side_lo:side_hi])
@@ -403,44 +493,26 @@ def _changes(base: List[str], lines: List[str], side: int, in_base: Counter) -> 
         while bottom < ceiling and base[bottom] in own:
             bottom += 1
         changes.append(_Change(top, bottom, lo, hi, side, lines[side_lo:side_hi]))
-    return _copies(base, changes, in_base)
-
-
-def _copies(base: List[str], changes: List[_Change], in_base: Counter) -> List[_Change]:
-    """The side's changes, the reach of each that removes a repeated line grown over
-    its copies (rule step 2)."""
     doubtful = {}  # change index: the repeated lines it removes
     for k, c in enumerate(changes):
-        lines = {line for line in set(base[c.lo:c.hi]) if in_base[line] > 1 and not line.isspace()}
-        if lines and not _in_place(base[c.lo:c.hi], c.lines):
-            doubtful[k] = lines
+        repeated = {line for line in set(base[c.lo:c.hi]) if in_base[line] > 1 and not line.isspace()}
+        if repeated and not _in_place(base[c.lo:c.hi], c.lines):
+            doubtful[k] = repeated
     if not doubtful:
         return changes
-    kept = _kept(base, changes, in_base)
-    where = _places(base, set().union(*doubtful.values()))
-    for k, lines in doubtful.items():
+    # Where the lines once in base are that the side keeps (no change of it touches).
+    once = [in_base[line] == 1 for line in base]
+    for c in changes:
+        once[c.lo:c.hi] = [False] * (c.hi - c.lo)
+    kept = [i for i, firm in enumerate(once) if firm]
+    for k, repeated in doubtful.items():
         c = changes[k]
         at = bisect.bisect_left(kept, c.lo)
         room_lo, room_hi = kept[at - 1] if at else -1, kept[at] if at < len(kept) else len(base)
-        spots = [i for line in lines for i in where[line] if room_lo < i < room_hi]
-        changes[k] = c._replace(top=min(c.top, *spots), bottom=max(c.bottom, max(spots) + 1), copies=True)
+        spots = [i for i in range(room_lo + 1, room_hi) if base[i] in repeated]
+        changes[k] = c._replace(top=min(c.top, *spots), bottom=max(c.bottom, max(spots) + 1),
+                                copied=min(repeated))
     return changes
-
-
-def _kept(base: List[str], changes: List[_Change], in_base: Counter) -> List[int]:
-    """Where the lines once in base are that the side keeps (no change of it touches), ascending."""
-    once = list(map((1).__eq__, map(in_base.__getitem__, base)))  # (at C speed)
-    for c in changes:
-        once[c.lo:c.hi] = [False] * (c.hi - c.lo)
-    return list(compress(range(len(base)), once))
-
-
-def _places(base: List[str], lines: set) -> dict:
-    """{line: where base holds it, ascending} for each of `lines`."""
-    where: dict = {line: [] for line in lines}
-    for i in compress(range(len(base)), map(lines.__contains__, base)):
-        where[base[i]].append(i)
-    return where
 
 
 def _in_place(old: List[str], new: List[str]) -> bool:
@@ -452,15 +524,13 @@ def _in_place(old: List[str], new: List[str]) -> bool:
 
 
 def _groups(base: List[str], changes: List[_Change]) -> List[Tuple[int, int, List[_Change]]]:
-    """The changes, in order, gathered into groups of those that meet (rule step 6):
-    each group as (lo, hi, members), base[lo:hi] the lines its members span.
-
-    One pass in order suffices: a change that sorts between two touching
-    changes of the other side meets one of them (one of those grew over its
-    place, or starts past its own lines there, or both insert at one place)."""
+    """The changes (sorted by span) gathered into groups of those that meet (rule step 3):
+    each group as (lo, hi, members), base[lo:hi] the lines its members span."""
+    if any(c.lo == 0 and c.hi == len(base) and not c.lines for c in changes):
+        return [(0, len(base), changes)]  # one side emptied the document
     groups: List[list] = []
     for c in changes:
-        if groups and _meets(base, groups[-1], c):
+        if groups and _meets(c, *groups[-1]):
             groups[-1][1] = max(groups[-1][1], c.bottom)
             groups[-1][2].append(c)
         else:
@@ -468,37 +538,22 @@ def _groups(base: List[str], changes: List[_Change]) -> List[Tuple[int, int, Lis
     return [tuple(group) for group in groups]
 
 
-def _meets(base: List[str], group: list, c: _Change) -> bool:
-    """Whether change `c`, whose reach starts at or after `group`'s, meets one of its
-    members (rule steps 3-5)."""
-    _, hi, members = group
+def _meets(c: _Change, lo: int, hi: int, members: List[_Change]) -> bool:
+    """Whether change `c`, whose span starts at or after base line `lo`, meets the group
+    of `members` over base[lo:hi] (rule steps 2 and 3)."""
     if c.top != hi:
-        return c.top < hi  # shares a line with the group's span, or inserts strictly inside it
-    return any(_touch_meets(base, m, c, hi) for m in members if m.bottom == hi)
-
-
-def _touch_meets(base: List[str], y: _Change, c: _Change, at: int) -> bool:
-    """Whether change `y`, whose reach ends at base line `at`, meets change `c`, whose
-    reach starts there (rule steps 4 and 5, and 6's own changes)."""
-    if y.side == c.side or (c.lo == c.hi and y.lo == y.hi):
-        return True  # step 6: a side's own changes stay in one group; step 3: both insert at one place
-    if y.copies or c.copies:
-        return True  # step 4: which copy a step-2 change removed is not known
-    # Step 4: a change that removes lines, at the place: the base line there came into its
-    # reach by step 1, or it gives that line again, so a diff could keep it and insert beside it.
-    if y.lo < y.hi and (y.hi != at or base[at - 1] in y.lines):
-        return True
-    if c.lo < c.hi and (c.lo != at or base[at] in c.lines):
-        return True
-    # Step 5: an insertion at the file's edge, and a change beside it that leaves fewer lines.
-    insertion, change = (c, y) if c.lo == c.hi else (y, c)
-    return insertion.lo == insertion.hi and at in (0, len(base)) and len(change.lines) < change.hi - change.lo
+        return c.top < hi  # it shares a line with the group's span, or inserts inside it
+    # It touches the span's end: it meets a step-2 change there, or, if it inserts, one
+    # that inserts there (an insertion's place is anywhere in its span).
+    ending = [m for m in members if m.bottom == hi]
+    return any(m.copied is not None for m in ending) or c.copied is not None or (
+        c.lo == c.hi and any(m.lo == m.hi for m in ending))
 
 
 def _apply(base: List[str], lo: int, hi: int, members: List[_Change], side: int) -> List[str]:
     """base[lo:hi] with the changes of `side` among `members` applied."""
     out, pos = [], lo
-    for c in sorted(members, key=attrgetter("lo")):  # (reaches may come in another order)
+    for c in sorted(members, key=lambda c: c.lo):  # (spans grown by step 2 may sort otherwise)
         if c.side == side:
             out += base[pos:c.lo]
             out += c.lines
@@ -509,21 +564,43 @@ def _apply(base: List[str], lo: int, hi: int, members: List[_Change], side: int)
 
 def _taken(old: List[str], mine: List[str], yours: List[str]) -> Optional[List[str]]:
     """What a group writes if it is clean: the side that changed base's lines `old`, or
-    the lines both sides give; None if both changed them differently (rule step 6)."""
+    the lines both sides give; None if both changed them differently (rule step 3)."""
     if mine == old or mine == yours:
         return yours
     return mine if yours == old else None
 
 
-def _doubled(base: List[str], changes: List[_Change], groups: List[_Group]) -> set:
-    """The clean groups (by index) whose text holds a non-blank line the clean groups
-    together add more times than ours' changes do and than theirs' do (rule step 7)."""
+def _why(base: List[str], lo: int, hi: int, members: List[_Change]) -> str:
+    """What made a group of changes a conflict, in words (rule steps 2 and 3)."""
+    if lo == 0 and hi == len(base) and any(c.lo == 0 and c.hi == hi and not c.lines for c in members):
+        side = next(c.side for c in members if not c.lines and c.hi - c.lo == hi)
+        return f"{SIDES[side]} removed every line, and {SIDES[1 - side]} changed the document (rule step 3)"
+    copied = [c for c in members if c.copied is not None]
+    if copied:
+        line = _unended(copied[0].copied)
+        return (f"{SIDES[copied[0].side]} removed \"{line}\", which base holds more than once, and which copy "
+                f"went is not known; the other side changed {_lines(lo, hi)} near a copy (rule step 2)")
+    if lo == hi:
+        return f"both sides inserted different lines at {_lines(lo, hi)} (rule step 3)"
+    return f"both sides changed {_lines(lo, hi)} (rule step 3)"
+
+
+def _doubled(base: List[str], changes: List[_Change], groups: List[_Group]) -> List[_Group]:
+    """The groups, each clean one whose text holds a non-blank line the clean groups together
+    add more times than ours' changes do and than theirs' do made a conflict (rule step 4)."""
     ours, theirs = (_gain(base, [(c.lo, c.hi, c.lines) for c in changes if c.side == side]) for side in (OURS, THEIRS))
     merged = _gain(base, [(g.lo, g.hi, g.taken) for g in groups if g.taken is not None])
     twice = {line for line, n in merged.items() if n > 0 and n > ours[line] and n > theirs[line] and line.strip()}
     if not twice:
-        return set()
-    return {k for k, g in enumerate(groups) if g.taken is not None and not twice.isdisjoint(map(_unended, g.taken))}
+        return groups
+    out = []
+    for g in groups:
+        lines = sorted(twice.intersection(map(_unended, g.taken))) if g.taken is not None else []
+        if lines:
+            g = g._replace(taken=None, why=f"the merge would hold \"{lines[0]}\" more often than ours and "
+                                           f"than theirs: both may have added it (rule step 4)")
+        out.append(g)
+    return out
 
 
 def _gain(base: List[str], edits: List[Tuple[int, int, List[str]]]) -> Counter:
@@ -538,9 +615,9 @@ _unended = methodcaller("rstrip", "\r\n")  # a line without its ending: a text's
 
 def _block(old: List[str], mine: List[str], yours: List[str], markers: tuple, with_base: bool) -> List[str]:
     """A conflict between ours' lines `mine` and theirs' `yours` over base's `old`; with
-    style "merge" the lines both share stay outside the markers (rule step 8)."""
+    style "merge" the lines both share stay outside the markers (rule step 6)."""
     start, middle, separator, end = markers
-    if with_base or mine == yours:  # (equal sides conflict only by rule step 7: base shows why)
+    if with_base or mine == yours:  # (equal sides conflict only by rule step 4: base shows why)
         return [start, *mine, middle, *old, separator, *yours, end]
     if not mine or not yours:  # nothing shared (what get_hunks would say, sooner)
         return [start, *mine, separator, *yours, end]

@@ -40,7 +40,7 @@ import time
 from pathlib import Path
 from typing import Callable, Dict, Iterator, List, NamedTuple, Optional, Tuple
 
-SHAPES = ("sections", "checklist", "duplicated", "adjacent")
+SHAPES = ("sections", "checklist", "duplicated", "adjacent", "lookalike")
 
 WORDS = (
     "agent document merge version paragraph server client publish conflict "
@@ -126,7 +126,10 @@ def generate(shape: str, seed: int) -> Case:
     rng = random.Random(f"{shape}-{seed}")
     while True:
         base, ours, theirs = _scripts(rng, shape)
-        if not (_moves(base, ours) or _moves(base, theirs) or _twins(base, ours, theirs)):
+        # In "lookalike" a side's ticks may swap two lines (a move, read as a text); the
+        # ticks are what the side did, so the intended merge is still known.
+        moved = shape != "lookalike" and (_moves(base, ours) or _moves(base, theirs))
+        if not (moved or _twins(base, ours, theirs)):
             break
     intended = compose(base, ours, theirs)
     return Case(shape, _text(base), _text(ours.apply(base)), _text(theirs.apply(base)),
@@ -232,6 +235,17 @@ def _checklist_base(rng: random.Random) -> List[str]:
     return lines[:-1] if spaced else lines
 
 
+def _lookalike_base(rng: random.Random) -> List[str]:
+    """Boxes that look alike, each once: "- [ ] todo" and "- [x] todo", say, so that a
+    side's ticks can read as lines that moved (issue 37)."""
+    words = rng.sample(["todo", "review", "call", "ship", "test"], rng.randint(2, 4))
+    boxes = [f"- [{mark}] {word}" for word in words for mark in " x" if rng.random() < 0.75] or ["- [ ] todo"]
+    rng.shuffle(boxes)
+    if rng.random() < 0.3:
+        boxes = [line for box in boxes for line in (box, "")][:-1]
+    return boxes
+
+
 def _adjacent_base(rng: random.Random) -> List[str]:
     return [f"line {k}: {_sentence(rng)}" for k in range(rng.randint(3, 12))]
 
@@ -241,6 +255,7 @@ _BASES = {
     "duplicated": lambda rng: _sections_base(rng, duplicated=True),
     "checklist": _checklist_base,
     "adjacent": _adjacent_base,
+    "lookalike": _lookalike_base,
 }
 
 
@@ -320,6 +335,7 @@ _EDITORS = {
     "duplicated": _sections_edit,
     "checklist": _checklist_edit,
     "adjacent": _adjacent_edit,
+    "lookalike": _checklist_edit,
 }
 
 
