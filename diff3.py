@@ -221,28 +221,33 @@ def get_hunks(a: Sequence, b: Sequence) -> List[Hunk]:
             matched += _myers(a, b, a_lo, a_hi, b_lo, b_hi)
             continue
         matched += anchors
-        for i, j in anchors + [(a_hi, b_hi)]:
-            if i > a_lo and j > b_lo:  # lines on both sides between two anchors: diff them
-                stretches.append((a_lo, i, b_lo, j))
-            a_lo, b_lo = i + 1, j + 1
-    hunks, i, j = [], 0, 0
-    for x, y in sorted(matched) + [(len(a), len(b))]:
-        if x > i or y > j:
-            hunks.append((i, x, j, y))
-        i, j = x + 1, y + 1
+        bounds = [(a_lo - 1, b_lo - 1), *anchors, (a_hi, b_hi)]
+        stretches += _between(bounds)  # (one that only inserts or only deletes has nothing to pair)
+    matched.sort()
+    hunks = _between([(-1, -1), *matched, (len(a), len(b))], both=False)  # the stretches no pair holds
     return _slide(a, b, hunks)
+
+
+def _between(pairs: List[Tuple[int, int]], both: bool = True) -> List[Hunk]:
+    """The stretches (i + 1, x, j + 1, y) between consecutive pairs (i, j), (x, y) of
+    matched lines that hold lines on both sides (`both`), or on either."""
+    return [(i + 1, x, j + 1, y) for (i, j), (x, y) in zip(pairs, pairs[1:])
+            if (x > i + 1 and y > j + 1) or (not both and (x > i + 1 or y > j + 1))]
 
 
 def _unique_pairs(a: Sequence, b: Sequence, a_lo: int, a_hi: int, b_lo: int, b_hi: int) -> List[Tuple[int, int]]:
     """The pairs (i, j) of lines found once in a[a_lo:a_hi] and once in b[b_lo:b_hi], by i."""
     count_a, count_b = Counter(a[a_lo:a_hi]), Counter(b[b_lo:b_hi])
-    at_b = {b[j]: j for j in range(b_lo, b_hi) if count_b[b[j]] == 1}
-    return [(i, at_b[a[i]]) for i in range(a_lo, a_hi) if count_a[a[i]] == 1 and a[i] in at_b]
+    at_b = {line: j for j, line in enumerate(b[b_lo:b_hi], b_lo) if count_b[line] == 1}
+    return [(i, at_b[line]) for i, line in enumerate(a[a_lo:a_hi], a_lo) if count_a[line] == 1 and line in at_b]
 
 
 def _longest_ascending(pairs: List[Tuple[int, int]]) -> List[Tuple[int, int]]:
     """The longest subsequence of `pairs` (ascending in their first number) whose
     second numbers ascend too, by patience sorting; of several, the one ending last."""
+    second = [j for _, j in pairs]
+    if second == sorted(second):
+        return pairs  # (where no line moved, at C speed)
     # tops[t]: the least j ending a chain of t+1 pairs, ends[t] the pair that ends it;
     # back[p]: the pair before pair p in its chain.
     tops: List[int] = []
@@ -265,9 +270,13 @@ def _longest_ascending(pairs: List[Tuple[int, int]]) -> List[Tuple[int, int]]:
 
 def _myers(a: Sequence, b: Sequence, a_lo: int, a_hi: int, b_lo: int, b_hi: int) -> List[Tuple[int, int]]:
     """The pairs (i, j) a minimal diff of a[a_lo:a_hi] and b[b_lo:b_hi] keeps, by Myers'
-    O(ND) greedy search; none (one change) once the search takes over WORK_LIMIT steps."""
-    n, m = a_hi - a_lo, b_hi - b_lo
-    # furthest[k]: how far along `a` (x) the paths of d edits reach on diagonal k = x - y;
+    O(ND) greedy search over the lines both hold (no other line can be kept); none (one
+    change) once the search takes over WORK_LIMIT steps."""
+    shared = set(a[a_lo:a_hi]).intersection(b[b_lo:b_hi])
+    xs = [i for i in range(a_lo, a_hi) if a[i] in shared]  # where those lines are
+    ys = [j for j in range(b_lo, b_hi) if b[j] in shared]
+    n, m = len(xs), len(ys)
+    # furthest[k]: how far along xs (x) the paths of d edits reach on diagonal k = x - y;
     # seen[d]: furthest as it was before round d, to walk the path back.
     furthest: Dict[int, int] = {1: 0}
     seen: List[Dict[int, int]] = []
@@ -279,26 +288,26 @@ def _myers(a: Sequence, b: Sequence, a_lo: int, a_hi: int, b_lo: int, b_hi: int)
             down = k == -d or (k != d and furthest[k - 1] < furthest[k + 1])
             x = start = furthest[k + 1] if down else furthest[k - 1] + 1  # a line of b inserted, or of a deleted
             y = x - k
-            while x < n and y < m and a[a_lo + x] == b[b_lo + y]:
+            while x < n and y < m and a[xs[x]] == b[ys[y]]:
                 x, y = x + 1, y + 1
             work += x - start  # the equal lines it follows
             furthest[k] = x
             if k == n - m and x >= n:  # the first path to reach the end is a shortest one
-                return _walk_back(seen, d, n, m, a_lo, b_lo)
+                return [(xs[x], ys[y]) for x, y in _walk_back(seen, d, n, m)]
         if work > WORK_LIMIT:
             return []
         d += 1
 
 
-def _walk_back(seen: List[Dict[int, int]], d: int, x: int, y: int, a_lo: int, b_lo: int) -> List[Tuple[int, int]]:
-    """The equal lines on the path of `d` edits that `_myers` found to (x, y)."""
+def _walk_back(seen: List[Dict[int, int]], d: int, x: int, y: int) -> List[Tuple[int, int]]:
+    """The equal lines (x, y) on the path of `d` edits that `_myers` found to (x, y)."""
     pairs = []
     while True:
         k, before = x - y, seen[d]
         down = k == -d or (k != d and before[k - 1] < before[k + 1])
         prev_x = before[k + 1] if down else before[k - 1]
         start = prev_x if down else prev_x + 1  # where the snake of equal lines to (x, y) starts
-        pairs += [(a_lo + i, b_lo + i - k) for i in range(start, x)]
+        pairs += [(i, i - k) for i in range(start, x)]
         if d == 0:
             return pairs
         x, y, d = prev_x, prev_x - (k + 1 if down else k - 1), d - 1
