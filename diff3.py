@@ -204,35 +204,30 @@ def get_hunks(a: Sequence, b: Sequence) -> List[Hunk]:
     at least one equal element; one that only inserts or only deletes sits
     as far down as it can without touching the next.
     """
-    matched: List[Tuple[int, int]] = []  # (i, j): a[i] and b[j] are the same line, kept
+    hunks: List[Hunk] = []
     stretches = [(0, len(a), 0, len(b))]  # still to diff: a[a_lo:a_hi] against b[b_lo:b_hi]
     while stretches:
         a_lo, a_hi, b_lo, b_hi = stretches.pop()
         while a_lo < a_hi and b_lo < b_hi and a[a_lo] == b[b_lo]:  # equal starts
-            matched.append((a_lo, b_lo))
             a_lo, b_lo = a_lo + 1, b_lo + 1
         while a_lo < a_hi and b_lo < b_hi and a[a_hi - 1] == b[b_hi - 1]:  # equal ends
             a_hi, b_hi = a_hi - 1, b_hi - 1
-            matched.append((a_hi, b_hi))
-        if a_lo == a_hi or b_lo == b_hi:
-            continue  # all inserted or all deleted: nothing to pair
+        if a_lo == a_hi or b_lo == b_hi:  # all inserted or all deleted (or nothing left)
+            hunks += [(a_lo, a_hi, b_lo, b_hi)] if a_lo < a_hi or b_lo < b_hi else []
+            continue
         anchors = _longest_ascending(_unique_pairs(a, b, a_lo, a_hi, b_lo, b_hi))
         if not anchors:
-            matched += _myers(a, b, a_lo, a_hi, b_lo, b_hi)
+            hunks += _between([(a_lo - 1, b_lo - 1), *_myers(a, b, a_lo, a_hi, b_lo, b_hi), (a_hi, b_hi)])
             continue
-        matched += anchors
-        bounds = [(a_lo - 1, b_lo - 1), *anchors, (a_hi, b_hi)]
-        stretches += _between(bounds)  # (one that only inserts or only deletes has nothing to pair)
-    matched.sort()
-    hunks = _between([(-1, -1), *matched, (len(a), len(b))], both=False)  # the stretches no pair holds
-    return _slide(a, b, hunks)
+        for gap in _between([(a_lo - 1, b_lo - 1), *anchors, (a_hi, b_hi)]):
+            # One with lines on both sides is a stretch to diff; else it only inserts or deletes.
+            (stretches if gap[0] < gap[1] and gap[2] < gap[3] else hunks).append(gap)
+    return _slide(a, b, sorted(hunks))
 
 
-def _between(pairs: List[Tuple[int, int]], both: bool = True) -> List[Hunk]:
-    """The stretches (i + 1, x, j + 1, y) between consecutive pairs (i, j), (x, y) of
-    matched lines that hold lines on both sides (`both`), or on either."""
-    return [(i + 1, x, j + 1, y) for (i, j), (x, y) in zip(pairs, pairs[1:])
-            if (x > i + 1 and y > j + 1) or (not both and (x > i + 1 or y > j + 1))]
+def _between(pairs: List[Tuple[int, int]]) -> List[Hunk]:
+    """The gaps (i + 1, x, j + 1, y) between consecutive pairs (i, j), (x, y) of kept lines."""
+    return [(i + 1, x, j + 1, y) for (i, j), (x, y) in zip(pairs, pairs[1:]) if x > i + 1 or y > j + 1]
 
 
 def _unique_pairs(a: Sequence, b: Sequence, a_lo: int, a_hi: int, b_lo: int, b_hi: int) -> List[Tuple[int, int]]:
@@ -293,7 +288,7 @@ def _myers(a: Sequence, b: Sequence, a_lo: int, a_hi: int, b_lo: int, b_hi: int)
             work += x - start  # the equal lines it follows
             furthest[k] = x
             if k == n - m and x >= n:  # the first path to reach the end is a shortest one
-                return [(xs[x], ys[y]) for x, y in _walk_back(seen, d, n, m)]
+                return sorted((xs[x], ys[y]) for x, y in _walk_back(seen, d, n, m))
         if work > WORK_LIMIT:
             return []
         d += 1

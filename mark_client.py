@@ -115,7 +115,7 @@ from urllib3 import exceptions as urllib3_exceptions
 from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
-__version__ = "0.2.0"  # the release this file is from; vendored copies keep saying it
+__version__ = "0.3.0"  # the release this file is from; vendored copies keep saying it
 __all__ = ["MarkClient", "MarkResponse", "MarkError", "read_frontmatter", "write_frontmatter", "write_scalar",
            "check_path", "check_int", "check_str"]
 

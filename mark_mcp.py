@@ -59,7 +59,7 @@ from mark_client import DEFAULT_TIMEOUT, MARK_PORT, MarkClient, MarkError, MarkR
 from mark_publish import PublishResult, after_conflict
 from mark_sections import fetch_section, update_section
 
-__version__ = "0.2.0"  # the release this file is from; vendored copies keep saying it
+__version__ = "0.3.0"  # the release this file is from; vendored copies keep saying it
 __all__ = ["create_server", "main"]
 
 URL = {"description": "bare path, e.g. /index.md or /docs/", "type": "string"}

@@ -126,7 +126,7 @@ from typing import Callable, Dict, NamedTuple, Optional, Sequence, Tuple
 from diff3 import diff3
 from mark_client import DEFAULT_TIMEOUT, MarkClient, MarkError, MarkResponse, check_int, check_path, check_str
 
-__version__ = "0.2.0"  # the release this file is from; vendored copies keep saying it
+__version__ = "0.3.0"  # the release this file is from; vendored copies keep saying it
 __all__ = [
     "MarkClient", "MarkResponse", "MarkError", "PublishResult",
     "mark_publish", "after_conflict", "merge_and_publish", "merge_candidate", "mark_append", "publish_edit",

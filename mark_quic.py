@@ -20,7 +20,7 @@ from aioquic.quic.events import ConnectionTerminated, StreamDataReceived
 
 from mark_client import MarkError
 
-__version__ = "0.2.0"  # the release this file is from; vendored copies keep saying it
+__version__ = "0.3.0"  # the release this file is from; vendored copies keep saying it
 __all__ = ["QuicLink"]
 
 

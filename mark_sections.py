@@ -34,7 +34,7 @@ from diff3 import diff3
 from mark_client import MarkClient, MarkError, MarkResponse, check_int, check_path, check_str
 from mark_publish import PublishResult, publish_edit
 
-__version__ = "0.2.0"  # the release this file is from; vendored copies keep saying it
+__version__ = "0.3.0"  # the release this file is from; vendored copies keep saying it
 __all__ = ["update_section", "fetch_section"]
 
 

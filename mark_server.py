@@ -68,7 +68,7 @@ try:
 except ImportError:  # Windows
     fcntl = None
 
-__version__ = "0.2.0"  # the release this file is from; vendored copies keep saying it
+__version__ = "0.3.0"  # the release this file is from; vendored copies keep saying it
 __all__ = ["serve", "MarkServer", "main"]
 
 MAX_METADATA = 64 * 1024
