@@ -65,16 +65,19 @@ conflicts (step 4):
     >>> explain("# A\\n\\n# B\\n", "# A\\n- x\\n\\n# B\\n", "# A\\n\\n# B\\n- x\\n")[0].why
     'the merge would hold "- x" more often than ours and than theirs: both may have added it (rule step 4)'
 
-Text inserted beside a line the other side removed keeps its place, but
-removing one of two equal lines meets an edit beside the other (step 2),
-and a line added to a run of equal lines could sit anywhere in it (step 5):
+Text inserted beside a line the other side removed keeps its place; but
+removing one of two equal lines meets an edit beside the other (step 2), a
+line added to a run of lines like it could sit anywhere in the run (step 1),
+and ticks that also read as a box moving are in doubt (step 5):
 
     >>> diff3("one\\ntwo\\nthree\\n", "one\\nthree\\n", "one\\ntwo\\nnew\\nthree\\n").merged
     'one\\nnew\\nthree\\n'
     >>> diff3("A\\n- x\\nB\\n- x\\nC\\n", "A\\nB\\n- x\\nC\\n", "A\\n- x\\nB2\\n- x\\nC\\n").merged
     'A\\n<<<<<<< ours\\nB\\n=======\\n- x\\nB2\\n>>>>>>> theirs\\n- x\\nC\\n'
-    >>> diff3("a\\nx\\nx\\nb\\n", "a\\nx\\nx\\nx\\nb\\n", "a\\nx\\nX\\nb\\n").merged
-    'a\\nx\\n<<<<<<< ours\\nx\\nx\\n=======\\nX\\n>>>>>>> theirs\\nb\\n'
+    >>> explain("a\\n\\n\\nb\\n", "a\\n\\n\\n\\nb\\n", "a\\n\\nc\\n\\nb\\n")[0].why
+    "both sides changed base lines 2-3, where ours' change could sit anywhere among lines like its own (rule steps 1 and 3)"
+    >>> explain("- [x] a\\n- [ ] b\\n- [ ] a\\n", "- [ ] a\\n- [ ] b\\n- [x] a\\n", "- [x] a\\n- [ ] b\\nnew\\n- [ ] a\\n")[0].why
+    'base lines 1-3 hold look-alike lines the diff can pair two ways, and the two ways merge differently (rule step 5)'
 
 In a conflict, lines both sides share stay outside the markers (step 6),
 and markers take the document's line ending:
@@ -114,7 +117,7 @@ class Merge(NamedTuple):
 
 
 class Conflict(NamedTuple):
-    start: int  # the merged text's lines start..end (1-based, markers included) hold the conflict
+    start: int  # the merged text's lines start..end (from 1) run from its first marker to its last
     end: int
     why: str  # which base lines, what happened there, and the rule step that made it a conflict
 
@@ -212,7 +215,8 @@ def get_hunks(a: Sequence, b: Sequence) -> List[Hunk]:
             a_lo, b_lo = a_lo + 1, b_lo + 1
         while a_lo < a_hi and b_lo < b_hi and a[a_hi - 1] == b[b_hi - 1]:  # equal ends
             a_hi, b_hi = a_hi - 1, b_hi - 1
-        if a_lo == a_hi or b_lo == b_hi:  # all inserted or all deleted (or nothing left)
+        if a_lo == a_hi or b_lo == b_hi or set(a[a_lo:a_hi]).isdisjoint(b[b_lo:b_hi]):
+            # All inserted, all deleted, or no line in both: one change (or nothing left).
             hunks += [(a_lo, a_hi, b_lo, b_hi)] if a_lo < a_hi or b_lo < b_hi else []
             continue
         anchors = _longest_ascending(_unique_pairs(a, b, a_lo, a_hi, b_lo, b_hi))
@@ -233,8 +237,10 @@ def _between(pairs: List[Tuple[int, int]]) -> List[Hunk]:
 def _unique_pairs(a: Sequence, b: Sequence, a_lo: int, a_hi: int, b_lo: int, b_hi: int) -> List[Tuple[int, int]]:
     """The pairs (i, j) of lines found once in a[a_lo:a_hi] and once in b[b_lo:b_hi], by i."""
     count_a, count_b = Counter(a[a_lo:a_hi]), Counter(b[b_lo:b_hi])
-    at_b = {line: j for j, line in enumerate(b[b_lo:b_hi], b_lo) if count_b[line] == 1}
-    return [(i, at_b[line]) for i, line in enumerate(a[a_lo:a_hi], a_lo) if count_a[line] == 1 and line in at_b]
+    once = {line for line, n in count_a.items() if n == 1}.intersection(
+        line for line, n in count_b.items() if n == 1)
+    at_b = {line: j for j, line in enumerate(b[b_lo:b_hi], b_lo) if line in once}
+    return [(i, at_b[line]) for i, line in enumerate(a[a_lo:a_hi], a_lo) if line in once]
 
 
 def _longest_ascending(pairs: List[Tuple[int, int]]) -> List[Tuple[int, int]]:
@@ -368,9 +374,12 @@ def _merge(base: List[str], ours: List[str], theirs: List[str], markers: tuple,
     for block in blocks:
         out += base[pos:block.lo]
         if block.taken is None:
-            start = len(out) + 1
-            out += _block(base[block.lo:block.hi], block.mine, block.yours, markers, with_base)
-            conflicts.append(Conflict(start, len(out), block.why))
+            lines = _block(base[block.lo:block.hi], block.mine, block.yours, markers, with_base)
+            # Its first and last marker (the marker objects themselves, not a text line like them).
+            first = next(k for k, line in enumerate(lines) if line is markers[0])
+            last = max(k for k, line in enumerate(lines) if line is markers[3])
+            conflicts.append(Conflict(len(out) + first + 1, len(out) + last + 1, block.why))
+            out += lines
         else:
             out += block.taken
         pos = block.hi
@@ -586,6 +595,10 @@ def _why(base: List[str], lo: int, hi: int, members: List[_Change]) -> str:
                 f"went is not known; the other side changed {_lines(lo, hi)} near a copy (rule step 2)")
     if lo == hi:
         return f"both sides inserted different lines at {_lines(lo, hi)} (rule step 3)"
+    grown = [c for c in members if (c.top, c.bottom) != (c.lo, c.hi)]
+    if grown:
+        return (f"both sides changed {_lines(lo, hi)}, where {SIDES[grown[0].side]}' change could sit "
+                f"anywhere among lines like its own (rule steps 1 and 3)")
     return f"both sides changed {_lines(lo, hi)} (rule step 3)"
 
 
@@ -635,7 +648,8 @@ def _block(old: List[str], mine: List[str], yours: List[str], markers: tuple, wi
 # ------------------------------------------------------------- command line
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    """`python -m diff3 OURS BASE THEIRS [-o FILE]`: the merge to stdout or FILE;
+    """`python -m diff3 OURS BASE THEIRS [-o FILE] [--explain]`: the merge to stdout or
+    FILE (with --explain, a line on stderr for each conflict: its merged lines and why);
     exit 0 clean, 1 conflicts, 2 trouble (one line on stderr)."""
     parser = argparse.ArgumentParser(prog="mark-diff3", description=(
         "Three-way merge of text files with git-style conflict markers. As git's merge driver: "
@@ -647,6 +661,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("-L", dest="labels", action="append", default=[], metavar="LABEL",
                         help="label for ours, then base, then theirs (default: the file names)")
     parser.add_argument("-o", "--output", metavar="FILE", help="write the merge to FILE instead of stdout")
+    parser.add_argument("--explain", action="store_true",
+                        help="say on stderr, for each conflict, its lines in the merge and why it is one")
     parser.error = _bad_argument  # one line, not argparse's usage and message
     args = parser.parse_args(argv)
     paths = (args.ours, args.base, args.theirs)
@@ -664,7 +680,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             why = f"not UTF-8 (byte {error.start})" if isinstance(error, UnicodeDecodeError) else error.strerror or error
             print(f"mark-diff3: {path}: {why}", file=sys.stderr)
             return 2
-    merged, had_conflict = diff3(texts[1], texts[0], texts[2], style="diff3" if args.diff3 else "merge", labels=labels)
+    (merged, had_conflict), conflicts = _diff3(texts[1], texts[0], texts[2], "diff3" if args.diff3 else "merge", labels)
     if args.output is None:
         sys.stdout.buffer.write(merged.encode("utf-8"))
         sys.stdout.flush()
@@ -675,6 +691,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         except OSError as error:
             print(f"mark-diff3: {args.output}: {error.strerror or error}", file=sys.stderr)
             return 2
+    for conflict in conflicts if args.explain else ():
+        print(f"mark-diff3: lines {conflict.start}-{conflict.end}: {conflict.why}", file=sys.stderr)
     return 1 if had_conflict else 0
 
 

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 import diff3 as diff3_module
-from diff3 import Merge, diff3, get_hunks, main
+from diff3 import Merge, diff3, explain, get_hunks, main
 from testkit import SHAPES, generate
 
 START = "<<<<<<< ours\n"  # the marker lines of a conflict block
@@ -190,6 +190,45 @@ NEEDED = [
 def test_each_heuristic_step_prevents_a_wrong_merge(name, base, ours, theirs):
     assert diff3(base, ours, theirs).had_conflict
     assert diff3(base, theirs, ours).had_conflict
+
+
+
+# Why each conflict is one (issue 37): explain() names the rule step, in words.
+EXPLAINED = [
+    ("step 1", "a\n\n\nb\n", "a\n\n\n\nb\n", "a\n\nc\n\nb\n", [(3, 7, "both sides changed base lines 2-3, "
+     "where ours' change could sit anywhere among lines like its own (rule steps 1 and 3)")]),
+    ("step 2", NEEDED[2][1], NEEDED[2][2], NEEDED[2][3], [(2, 6, 'theirs removed "- [ ] call", which base holds '
+     "more than once, and which copy went is not known; the other side changed base lines 1-2 near a copy (rule step 2)")]),
+    ("step 3, changed", "a\nb\nc\n", "a\nX\nc\n", "a\nY\nc\n", [(2, 6, "both sides changed base line 2 (rule step 3)")]),
+    ("step 3, inserted", "a\nb\n", "a\nX\nb\n", "a\nY\nb\n",
+     [(2, 6, "both sides inserted different lines at the place after base line 1 (rule step 3)")]),
+    ("step 3, emptied", "a\nb\n", "", "a\nb\nc\n", [(1, 6, "ours removed every line, and theirs changed the document "
+     "(rule step 3)")]),
+    ("step 4", *CASES_BY_NAME_REPRO["the same import added by both"][1:4], [(3, 7, 'the merge would hold "import sys" '
+     "more often than ours and than theirs: both may have added it (rule step 4)")]),
+    ("step 5", NEEDED[3][1], NEEDED[3][2], NEEDED[3][3], [(1, 11, "base lines 1-4 hold look-alike lines the diff can "
+     "pair two ways, and the two ways merge differently (rule step 5)")]),
+]
+
+
+@pytest.mark.parametrize("name,base,ours,theirs,expected", EXPLAINED, ids=[e[0] for e in EXPLAINED])
+def test_explain_names_the_step_of_each_conflict(name, base, ours, theirs, expected):
+    merged, _ = diff3(base, ours, theirs)
+    conflicts = explain(base, ours, theirs)
+    lines = merged.split("\n")
+    for start, end, _ in conflicts:  # each spans its markers, as the merge numbers its lines
+        block = lines[start - 1:end]
+        assert any(line.startswith("<<<<<<< ") for line in block) and block[-1].startswith(">>>>>>> ")
+    assert [tuple(c) for c in conflicts] == expected
+    assert explain(base, base, theirs) == []
+
+
+def test_cli_explain_says_why_on_stderr(files, capsysbinary):
+    p = files(ours="a\nX\nc\n", base="a\nb\nc\n", theirs="a\nY\nc\n")
+    assert main([p["ours"], p["base"], p["theirs"], "--explain", "-L", "o", "-L", "b", "-L", "t"]) == 1
+    captured = capsysbinary.readouterr()
+    assert captured.out == f"a\n<<<<<<< o\nX\n{SEPARATOR}Y\n>>>>>>> t\nc\n".encode()
+    assert captured.err == b"mark-diff3: lines 2-6: both sides changed base line 2 (rule step 3)\n"
 
 
 def counts(text):
