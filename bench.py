@@ -1,6 +1,6 @@
 """Benchmarks: performance claims are made here, never in a timed test.
 
-    python bench.py diff3     # diff3() against `git merge-file -p`, same files, same run
+    python bench.py diff3     # diff3() against `git merge-file -p` and breezy's merge3 (pip install merge3), same run
     python bench.py shapes    # how often each merges clean and right, clean and wrong, or conflicts
     python bench.py publish   # the merge publish loop against the reference server
     python bench.py real      # the same against the real demarkus-server (../shared), rate limit on and off
@@ -228,6 +228,25 @@ def added_everywhere(size: int, name: str):
 
 # ------------------------------------------------------------ measuring
 
+def long_checklist(name: str):
+    """Issue 37's checklist: 2,400 lines of equal boxes and blank lines, no line once in
+    base, each side ticking two far-apart boxes with a note: clean by construction."""
+    base = ["- [ ] todo", ""] * 1200
+    ours, theirs = list(base), list(base)
+    for side, spots in ((ours, (300, 1500)), (theirs, (800, 2100))):
+        for i in spots:
+            side[i] = f"- [x] todo {i}"
+    join = "\n".join
+    return f"2,400-line checklist {name}", join(base) + "\n", join(ours) + "\n", join(theirs) + "\n"
+
+
+def merge3_lines(base: str, ours: str, theirs: str) -> str:
+    """breezy's merge3 (the one-sitting anchor) on the same texts, as its README calls it."""
+    import merge3
+    return "".join(merge3.Merge3(base.splitlines(True), ours.splitlines(True), theirs.splitlines(True))
+                   .merge_lines(name_a="ours", name_b="theirs"))
+
+
 def timed(run) -> float:
     start = time.perf_counter()
     run()
@@ -256,9 +275,14 @@ def bench_diff3(args) -> None:
     cases += list(rewritten_paragraphs(1 << 20, "1 MiB"))
     for size, name in ((1 << 20, "1 MiB"), (10 << 20, "10 MiB")):  # adversarial: x1M against git's
         cases += [few_distinct(size, name), random_ticks(size, name), added_everywhere(size, name)]
-    cases += [random_ticks(64 << 10, "64 KiB"), random_ticks(256 << 10, "256 KiB", both=True)]
+    cases += [random_ticks(64 << 10, "64 KiB"), random_ticks(256 << 10, "256 KiB", both=True), long_checklist("16 KiB")]
+    try:
+        import merge3  # noqa: F401 (a dev tool: the column is "-" without it)
+        with_merge3 = True
+    except ImportError:
+        with_merge3 = False
     header = (f"{'scenario':34} {'KiB':>6} {'diff3 ms':>9} {'2-way ms':>8} {'git ms':>8} {'ratio':>6} {'x1M':>5} "
-              f"{'git x1M':>7} {'peak/in':>7} {'conflicts':>10} {'git':>10}")
+              f"{'git x1M':>7} {'merge3 ms':>9} {'m3/d3':>6} {'peak/in':>7} {'conflicts':>10} {'git':>10}")
     print(header)
     print("-" * len(header))
     best, git_best = {}, {}
@@ -284,6 +308,10 @@ def bench_diff3(args) -> None:
                 git_times += [timed(lambda: subprocess.run(command, capture_output=True))
                               for _ in range(3 if command else 0)]
             ours_ms = best[label] = 1000 * min(ours_times)
+            merge3_cell = ratio3_cell = "-"
+            if with_merge3 and "10 MiB" not in label and "everywhere" not in label:  # (hours there)
+                merge3_ms = 1000 * min(timed(lambda: merge3_lines(base, ours, theirs)) for _ in range(3))
+                merge3_cell, ratio3_cell = f"{merge3_ms:9.1f}", f"{merge3_ms / ours_ms:6.1f}"
             growth_cell, git_growth_cell = growth(best, label, 5), "-"
             tracemalloc.start()
             merged, _ = diff3(base, ours, theirs)
@@ -299,13 +327,14 @@ def bench_diff3(args) -> None:
                 git_conflicts = conflicts(git_out)
             two_way_ms = 1000 * min(two_way_times)
             print(f"{label:34} {len(base.encode()) / 1024:6.0f} {ours_ms:9.1f} {two_way_ms:8.1f} {git_cell:>8} "
-                  f"{ratio_cell:>6} {growth_cell:>5} {git_growth_cell:>7} {peak / size:7.1f} "
+                  f"{ratio_cell:>6} {growth_cell:>5} {git_growth_cell:>7} {merge3_cell:>9} {ratio3_cell:>6} {peak / size:7.1f} "
                   f"{conflicts(merged):>10} {git_conflicts:>10}", flush=True)
     print(f"""
 minimum of {3 * args.rounds} runs each ({3 * max(1, args.rounds // 2)} at 10 MiB), in alternating rounds;
 2-way = the part of diff3 before any merging: splitting the three texts, diffing base against each;
 ratio = diff3 in-process / git merge-file -p as a process;
 x1M = diff3 time at 10 MiB / its time for the same class at 1 MiB (10x the input); git x1M, git's;
+merge3 = breezy's merge3 in-process (min of 3; not at 10 MiB); m3/d3 = merge3 time / diff3 time;
 peak/in = peak Python memory of one diff3 call / bytes of its three inputs;
 conflicts, git = conflict blocks / lines inside them in diff3's and git's result
   (adjacent edits, and a section in while another goes out, are clean by design);

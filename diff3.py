@@ -387,56 +387,64 @@ def _merge(base: List[str], ours: List[str], theirs: List[str], markers: tuple,
 
 
 def _readings(base: List[str], ours: List[str], theirs: List[str]) -> List[_Group]:
-    """The groups of the texts as they are, with each stretch where the groups of the
-    texts reversed differ made one conflict (rule step 5)."""
+    """The groups of the texts as they are, checked against those of the texts reversed
+    (rule step 5): where the two differ, the stretch between the nearest firm lines is
+    clean only if both make it the same text without conflict, and else one conflict."""
     n = len(base)
     forward, hunks = _reading(base, ours, theirs)
     backward, back_hunks = _reading(base[::-1], ours[::-1], theirs[::-1])
+    # Turned back: line i of a reversed text of length n is line n - 1 - i.
     backward = [_Group(n - g.hi, n - g.lo, g.mine[::-1], g.yours[::-1], g.taken and g.taken[::-1], g.why)
                 for g in reversed(backward)]
     back_hunks = [[(n - h[1], n - h[0], len(lines) - h[3], len(lines) - h[2]) for h in reversed(side_hunks)]
                   for lines, side_hunks in zip((ours, theirs), back_hunks)]
-    seeds = {_key(g) for g in forward}.symmetric_difference(map(_key, backward))
-    if not seeds:
+    differ = sorted({_key(g) for g in forward}.symmetric_difference(map(_key, backward)))
+    if not differ:
         return forward
-    # A base line is firm when both readings keep it on both sides, pair it alike, and
-    # hold it in no group's span: firm lines bound each stretch in doubt.
-    places = [_Places(side_hunks) for side_hunks in (*hunks, *back_hunks)]
-    spans = [_Places([(g.lo, g.hi, 0, 0) for g in groups]) for groups in (forward, backward)]
+    # A firm line: both sides keep it in both readings, each reading pairs it with the same
+    # line of each side, and no group of either reading spans it.
+    places = [_Places(side_hunks) for side_hunks in (*hunks, *back_hunks)]  # ours, theirs; reversed
+    spanned = {i for g in chain(forward, backward) for i in range(g.lo, g.hi)}
 
     def firm(i: int) -> bool:
         at = [p.at(i) for p in places]
-        return None not in at and at[0] == at[2] and at[1] == at[3] and None not in (spans[0].at(i), spans[1].at(i))
+        return None not in at and at[0] == at[2] and at[1] == at[3] and i not in spanned
 
-    stretches: List[Tuple[int, int]] = []
-    for lo, hi in sorted((key[0], key[1]) for key in seeds):
-        if stretches and stretches[-1][0] <= lo and hi <= stretches[-1][1]:
-            continue  # (its stretch is found already)
+    doubts: List[Tuple[int, int]] = []  # base[lo:hi] between firm lines, around groups that differ
+    for lo, hi, *_ in differ:
+        if doubts and doubts[-1][0] <= lo and hi <= doubts[-1][1]:
+            continue  # (inside the last one)
         while lo > 0 and not firm(lo - 1):
             lo -= 1
         while hi < n and not firm(hi):
             hi += 1
-        stretches.append((lo, hi))
-    # Each stretch holds whole groups of either reading; it is clean when both readings
-    # make it the same text without conflict, and else one conflict.
+        doubts.append((lo, hi))
     out: List[_Group] = []
-    done = 0  # forward groups up to here are in `out`
-    starts = [(g.lo, g.hi) for g in forward]
-    back_starts = [(g.lo, g.hi) for g in backward]
-    for lo, hi in stretches:
-        first, last = bisect.bisect_left(starts, (lo, lo)), bisect.bisect_right(starts, (hi, hi))
-        mine = _text(base, forward[first:last], lo, hi)
-        yours = _text(base, backward[bisect.bisect_left(back_starts, (lo, lo)):bisect.bisect_right(back_starts, (hi, hi))], lo, hi)
+    done = 0  # forward groups before this one are in `out`
+    for lo, hi in doubts:  # (a doubt holds whole groups of each reading: no span crosses a firm line)
+        first, last = _inside(forward, lo, hi)
         out += forward[done:first]
         done = last
-        if mine is not None and mine == yours:
-            out += forward[first:last]
+        text = _text(base, forward[first:last], lo, hi)
+        if text is not None and text == _text(base, backward[slice(*_inside(backward, lo, hi))], lo, hi):
+            out += forward[first:last]  # the readings differ, but not in what they write
             continue
         mine, yours = (lines[p.at(lo - 1) + 1 if lo else 0:p.at(hi) if hi < n else len(lines)]
                        for lines, p in ((ours, places[0]), (theirs, places[1])))
         why = f"{_lines(lo, hi)} hold look-alike lines the diff can pair two ways, and the two ways merge differently"
         out.append(_Group(lo, hi, mine, yours, None, why + " (rule step 5)"))
     return out + forward[done:]
+
+
+def _key(group: _Group) -> tuple:
+    """What a reader sees of a group: its base lines, both sides' lines, whether it is clean."""
+    return group.lo, group.hi, tuple(group.mine), tuple(group.yours), group.taken is None
+
+
+def _inside(groups: List[_Group], lo: int, hi: int) -> Tuple[int, int]:
+    """Where the groups within base[lo:hi] are in `groups` (in order; none crosses lo or hi)."""
+    spans = [(g.lo, g.hi) for g in groups]
+    return bisect.bisect_left(spans, (lo, lo)), bisect.bisect_right(spans, (hi, hi))
 
 
 def _text(base: List[str], groups: List[_Group], lo: int, hi: int) -> Optional[List[str]]:
@@ -449,11 +457,6 @@ def _text(base: List[str], groups: List[_Group], lo: int, hi: int) -> Optional[L
         out += g.taken
         pos = g.hi
     return out + base[pos:hi]
-
-
-def _key(group: _Group) -> tuple:
-    """What a reader sees of a group: its base lines, both sides' lines, whether it is clean."""
-    return group.lo, group.hi, tuple(group.mine), tuple(group.yours), group.taken is None
 
 
 class _Places:
