@@ -207,7 +207,16 @@ def get_hunks(a: Sequence, b: Sequence) -> List[Hunk]:
     at least one equal element; one that only inserts or only deletes sits
     as far down as it can without touching the next.
     """
+    return _diff(a, b)[0]
+
+
+def _diff(a: Sequence, b: Sequence) -> Tuple[List[Hunk], bool]:
+    """get_hunks(a, b), and whether it broke a tie: it chose one longest order of lines
+    that moved, or Myers' search pairs a stretch otherwise read backwards, or a hunk
+    could also sit higher.  If it broke none, the texts reversed get the same hunks
+    (reversed): nothing else in the diff depends on the direction."""
     hunks: List[Hunk] = []
+    tied = False
     stretches = [(0, len(a), 0, len(b))]  # still to diff: a[a_lo:a_hi] against b[b_lo:b_hi]
     while stretches:
         a_lo, a_hi, b_lo, b_hi = stretches.pop()
@@ -219,14 +228,21 @@ def get_hunks(a: Sequence, b: Sequence) -> List[Hunk]:
             # All inserted, all deleted, or no line in both: one change (or nothing left).
             hunks += [(a_lo, a_hi, b_lo, b_hi)] if a_lo < a_hi or b_lo < b_hi else []
             continue
-        anchors = _longest_ascending(_unique_pairs(a, b, a_lo, a_hi, b_lo, b_hi))
+        pairs = _unique_pairs(a, b, a_lo, a_hi, b_lo, b_hi)
+        anchors = _longest_ascending(pairs)
         if not anchors:
-            hunks += _between([(a_lo - 1, b_lo - 1), *_myers(a, b, a_lo, a_hi, b_lo, b_hi), (a_hi, b_hi)])
+            kept = _myers(a, b, a_lo, a_hi, b_lo, b_hi)
+            hunks += _between([(a_lo - 1, b_lo - 1), *kept, (a_hi, b_hi)])
+            # The texts reversed meet this stretch reversed: a tie if Myers pairs it otherwise there.
+            back = _myers(a[a_lo:a_hi][::-1], b[b_lo:b_hi][::-1], 0, a_hi - a_lo, 0, b_hi - b_lo)
+            tied = tied or kept != sorted((a_hi - 1 - i, b_hi - 1 - j) for i, j in back)
             continue
+        tied = tied or len(anchors) < len(pairs)
         for gap in _between([(a_lo - 1, b_lo - 1), *anchors, (a_hi, b_hi)]):
             # One with lines on both sides is a stretch to diff; else it only inserts or deletes.
             (stretches if gap[0] < gap[1] and gap[2] < gap[3] else hunks).append(gap)
-    return _slide(a, b, sorted(hunks))
+    hunks = _slide(a, b, sorted(hunks))
+    return hunks, tied or _rises(a, b, hunks)
 
 
 def _between(pairs: List[Tuple[int, int]]) -> List[Hunk]:
@@ -331,6 +347,19 @@ def _slide(a: Sequence, b: Sequence, hunks: List[Hunk]) -> List[Hunk]:
     return out
 
 
+def _rises(a: Sequence, b: Sequence, hunks: List[Hunk]) -> bool:
+    """Whether a hunk that only inserts or only deletes could also sit a line higher (its
+    text the same, short of touching the hunk before): there the texts reversed put it."""
+    for k, (a_lo, a_hi, b_lo, b_hi) in enumerate(hunks):
+        if a_lo == a_hi or b_lo == b_hi:
+            at = 2 if a_lo == a_hi else 0
+            seq, lo, hi = (b, b_lo, b_hi) if at else (a, a_lo, a_hi)
+            above = hunks[k - 1][at + 1] if k else -1  # where the hunk before ends
+            if lo - 1 > above and seq[lo - 1] == seq[hi - 1]:
+                return True
+    return False
+
+
 # ------------------------------------------------------------------- the merge
 
 OURS, THEIRS = 0, 1  # a change's side
@@ -391,8 +420,13 @@ def _readings(base: List[str], ours: List[str], theirs: List[str]) -> List[_Grou
     (rule step 5): where the two differ, the stretch between the nearest firm lines is
     clean only if both make it the same text without conflict, and else one conflict."""
     n = len(base)
-    forward, hunks = _reading(base, ours, theirs)
-    backward, back_hunks = _reading(base[::-1], ours[::-1], theirs[::-1])
+    (ours_hunks, ours_tied), (theirs_hunks, theirs_tied) = _diff(base, ours), _diff(base, theirs)
+    hunks = [ours_hunks, theirs_hunks]
+    forward = _reading(base, ours, theirs, hunks)
+    if not (ours_tied or theirs_tied):
+        return forward  # the texts reversed give the same hunks, so the same groups
+    back_hunks = [get_hunks(base[::-1], ours[::-1]), get_hunks(base[::-1], theirs[::-1])]
+    backward = _reading(base[::-1], ours[::-1], theirs[::-1], back_hunks)
     # Turned back: line i of a reversed text of length n is line n - 1 - i.
     backward = [_Group(n - g.hi, n - g.lo, g.mine[::-1], g.yours[::-1], g.taken and g.taken[::-1], g.why)
                 for g in reversed(backward)]
@@ -482,17 +516,16 @@ def _lines(lo: int, hi: int) -> str:
     return f"base line {lo + 1}" if hi == lo + 1 else f"base lines {lo + 1}-{hi}"
 
 
-def _reading(base: List[str], ours: List[str], theirs: List[str]) -> Tuple[List[_Group], List[List[Hunk]]]:
-    """One reading's groups (rule steps 1-4), and the hunks of each side."""
+def _reading(base: List[str], ours: List[str], theirs: List[str], hunks: List[List[Hunk]]) -> List[_Group]:
+    """One reading's groups (rule steps 1-4), from the hunks of ours and of theirs."""
     in_base = Counter(base)
-    hunks = [get_hunks(base, ours), get_hunks(base, theirs)]
     changes = sorted(_changes(base, ours, OURS, hunks[0], in_base) + _changes(base, theirs, THEIRS, hunks[1], in_base))
     groups = []
     for lo, hi, members in _groups(base, changes):
         mine, yours = _apply(base, lo, hi, members, OURS), _apply(base, lo, hi, members, THEIRS)
         taken = _taken(base[lo:hi], mine, yours)
         groups.append(_Group(lo, hi, mine, yours, taken, "" if taken is not None else _why(base, lo, hi, members)))
-    return _doubled(base, changes, groups), hunks
+    return _doubled(base, changes, groups)
 
 
 def _changes(base: List[str], lines: List[str], side: int, hunks: List[Hunk], in_base: Counter) -> List[_Change]:
