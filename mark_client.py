@@ -32,13 +32,14 @@ while it arrives), not compressed, as long as its Content-Length says
 (else chunked, or carrying a `content-hash`), its body matching its
 `content-hash`.
 
-`timeout` (seconds) is the deadline of one request: its connect, its
-sending, every read of its answer (status line and headers included, so a
-server that drips its answer is cut off: see the deadline's section at the
-end of this file) and its resends after refusals all fit in it.  It is not
-a limit for a whole call: `fetch(path)` sends two requests, and a look-up
-sends a VERSIONS and up to _LOOK_AHEAD FETCHes, each with a `timeout` of
-its own.  No thread is started for it.
+`timeout` (seconds) is the deadline of one request: its connect, every
+read of its answer (status line and headers included, so a server that
+drips its answer is cut off: see the deadline's section at the end of this
+file) and its resends after refusals all fit in it; sending is bounded per
+write to the socket, not in all.  It is not a limit for a whole call:
+`fetch(path)` sends two requests, and a look-up sends a VERSIONS and up to
+_LOOK_AHEAD FETCHes (an APPEND's, one more: the version before the first),
+each with a `timeout` of its own.  No thread is started for it.
 
 What a request can meet, and what the client does.  A read is FETCH, LIST
 or VERSIONS; a write with E is `publish(..., expected_version=E)` or
@@ -47,11 +48,13 @@ through `request`.  `_send` is this table, row by row.
 
     failure                              read         write with E                write without E
     -----------------------------------  -----------  --------------------------  ---------------
-    could not connect                    error        error                       error
+    could not connect (TCP, a proxy's    error        error                       error
+      tunnel, the TLS handshake)
     refused: HTTP 429 or 503, or an      again        again                       again
       empty QUIC answer (not handled)
-    closed without a byte of answer      again        look; not found: again      landed?
-    reset mid-answer                     error        look; not found: landed?    landed?
+    closed before any answer, or reset   again        look; not found: again      landed?
+      before its headers were whole
+    reset mid-body                       error        look; not found: landed?    landed?
     timeout: no whole answer by the      error        look; not found: landed?    landed?
       deadline
     short body (under Content-Length)    error        look; not found: landed?    landed?
@@ -64,20 +67,22 @@ through `request`.  `_send` is this table, row by row.
     `created` as a version but E + 1     -            landed? (no look-up)        returned
       (or `ok` as neither E nor E + 1)
 
-- again: sent again after a jittered pause that grows from about 0.1 s
-  (exactly `Retry-After`, if the server gives one), over QUIC on a new
-  connection, at most REFUSED_TRIES sends in all and never past the
-  deadline; then MarkError("refused") for a refusal, and for a closed
-  connection "error" (a read) or "landed?" (a write).  A write with E
+- again: sent again after a pause (`_backoff`; `Retry-After` instead when
+  it is a number of seconds, at most 5 digits: an HTTP date is ignored),
+  over QUIC on a new connection, at most REFUSED_TRIES sends in all; a
+  pause that would end past the deadline is not taken.  Then
+  MarkError("refused") for a refusal, and for a closed connection "error"
+  (a read) or "landed?" (a write).  A write with E
   sent again cannot land twice: its `expected-version` makes a second
   copy a conflict.
 - look: `_look_up` reads VERSIONS and the versions after E (at most
-  _LOOK_AHEAD).  One holding what the write makes (its body, for APPEND
-  the version before with the text appended, and the metadata it sent) is
-  answered as the server would have: `created` as version E + 1;
-  `conflict` naming it (`server-version`) when later, over versions in
-  between (the real server's stale write).  A look-up whose own requests
-  fail finds nothing.
+  _LOOK_AHEAD), and takes the first that holds the write (`_holds_write`:
+  its body, and every metadata key it sent with the same value) as the
+  server's answer: `created` as version E + 1; `conflict` naming it
+  (`server-version`) when later, over versions in between (the real
+  server's stale write, which it answers so).  Both carry `looked-up:
+  true`, which no server sends.  A look-up whose own requests fail finds
+  nothing.
 - error: MarkError("transport"), `may_have_landed` False.
 - landed?: MarkError("transport") with `may_have_landed` True: the write
   went out and whether it was stored is unknown; fetch before retrying.
@@ -85,11 +90,13 @@ through `request`.  `_send` is this table, row by row.
 
 test_failures.py plays each cell over HTTP.  Over QUIC (mark_quic.py) a
 failed handshake is "could not connect", an empty answer is a refusal, and
-a connection that closes mid-answer is "reset mid-answer", except that a
+a connection that closes mid-answer is "reset mid-body", except that a
 read is first sent once more on a new connection.
 
-Versions are immutable, so `fetch(path, version=N)` is cached (the last
-_CACHED_VERSIONS), and so is a version this client published with
+Versions are immutable, so a version read by number (`fetch(path,
+version=N)`, a look-up's reads included) is cached, the last
+_CACHED_VERSIONS, without its `current-version` (which changes: a cached
+answer has none); and so is a version this client published with
 `expected_version` and saw answered `ok` or `created`: as it sent it (its
 body, its metadata and `version`, no more).
 """
@@ -192,7 +199,8 @@ class MarkClient:
     A `session` of your own is used as it is (hooks, certificates, its
     proxies and verify), except that this client mounts its adapter for
     base_url's URLs on it, so that `timeout` stays a deadline: requests to
-    other hosts through that session are untouched.
+    other hosts through that session are untouched.  `proxies` go with
+    this client's requests only, over the session's own.
     """
 
     def __init__(
@@ -223,10 +231,10 @@ class MarkClient:
             # a proxy would see the token, which travels in the body.
             session.trust_env = False
             session.verify = verify
-        session.proxies.update(proxies or {})
         # The deadline holds on a session passed in too, for this server's URLs only.
         session.mount(self.base_url + "/", _DeadlineAdapter())
         self._session = session
+        self._proxies = dict(proxies or {})
 
     def __repr__(self) -> str:
         return f"MarkClient({self.base_url!r}, token={'<set>' if self._token else None})"
@@ -253,9 +261,11 @@ class MarkClient:
         number names, read by number (and cached): a second request.  The
         real server reads the body through a link that can lag its newest
         version, and an edit of that older body published as the newer
-        number would undo the newer one.  Where they differ, the body (and
-        content-hash) is the numbered version's, and the etag, which named
-        the other, goes.  Either request can raise MarkError; a second
+        number would undo the newer one.  Where the bodies differ, the answer
+        is `ok` with the numbered version's body, and the first answer's
+        metadata but for `etag` (it named the other body, and is dropped) and
+        `content-hash` (the numbered body's); nothing of the second answer's
+        metadata is kept.  Either request can raise MarkError; a second
         answer that is not `ok` leaves the first as it came.
         """
         if version is None:
@@ -277,7 +287,8 @@ class MarkClient:
             return self._versions[key]
         response = self.request("FETCH", f"{path}/v{version}")
         if response.status == "ok":
-            self._keep(key, response)
+            self._keep(key, response._replace(metadata={k: v for k, v in response.metadata.items()
+                                                        if k != "current-version"}))
         return response
 
     def publish(self, path: str, body: str, expected_version: Optional[int] = None,
@@ -376,34 +387,35 @@ class MarkClient:
     def _look_up(self, verb: str, path: str, body: str, expected_version: int,
                  metadata: Optional[Dict[str, str]]) -> Optional[MarkResponse]:
         """Where a write at `expected_version` whose outcome is unknown was stored, answered as the
-        server would have: "created" as version expected + 1; "conflict" naming the version when
-        later, over versions in between (the real server's stale write).  None when none of the
-        versions after it, up to the current one and at most _LOOK_AHEAD, holds it, or when the
-        look-up's own requests fail.  A version holds the write when its body is what the write
-        makes (a PUBLISH's `body`; an APPEND's, the version before with `body` appended) and its
-        metadata has what the write sent.
-        """
+        server would have (the module docstring's "look"); None when no version after it, up to the
+        current one and at most _LOOK_AHEAD, holds it, or when the look-up's own requests fail.
+        Sends VERSIONS, then `_holds_write`'s FETCHes, version by version, until one holds it."""
         try:
             versions = self.versions(path)
             if versions.status != "ok":
                 return None
             last = min(versions.number("current"), expected_version + _LOOK_AHEAD)
             for version in range(expected_version + 1, last + 1):
-                held = self.fetch(path, version=version)
-                if held.status != "ok" or any(held.metadata.get(key, value) != value
-                                              for key, value in (metadata or {}).items()):
-                    continue
-                made = body if verb == "PUBLISH" else _appended(self.fetch(path, version=version - 1).body, body)
-                if held.body != made:
+                if not self._holds_write(verb, path, version, body, metadata):
                     continue
                 if version == expected_version + 1:
-                    return MarkResponse("created", {"version": str(version),
-                                                    "modified": held.metadata.get("modified", "")}, "")
-                return MarkResponse("conflict", {"server-version": str(version),
+                    return MarkResponse("created", {"version": str(version), "looked-up": "true"}, "")
+                return MarkResponse("conflict", {"server-version": str(version), "looked-up": "true",
                                                  "your-version": str(expected_version)}, "")
         except MarkError:
             return None
         return None
+
+    def _holds_write(self, verb: str, path: str, version: int, body: str,
+                     metadata: Optional[Dict[str, str]]) -> bool:
+        """Whether `version` is what the write makes: every key of `metadata` is in it with the value
+        sent (a key it lacks is no match), and its body is `body` (PUBLISH) or, for APPEND, version
+        - 1's body with `body` appended.  FETCHes the version, and for APPEND the one before
+        (each by number, so only when not cached)."""
+        held = self.fetch(path, version=version)
+        if held.status != "ok" or any(held.metadata.get(key) != value for key, value in (metadata or {}).items()):
+            return False
+        return held.body == (body if verb == "PUBLISH" else _appended(self.fetch(path, version=version - 1).body, body))
 
     def _message(self, verb: str, path: str, metadata: Dict[str, str], body: str) -> Tuple[bytes, str]:
         """The request as this client's wire carries it, and the URL it goes to."""
@@ -441,17 +453,11 @@ class MarkClient:
         try:
             http = self._session.request(
                 verb, url, data=payload, timeout=Timeout(total=max(0.001, deadline - time.monotonic())),
-                allow_redirects=False, stream=True,
+                allow_redirects=False, stream=True, proxies=self._proxies,
                 headers={"Content-Type": "text/markdown; charset=utf-8", "Accept-Encoding": "identity"},
             )
         except requests.RequestException as error:
-            if _closed_unanswered(error):
-                return _Exchange("closed", why=f"{doing}: the connection closed without an answer")
-            if _never_sent(error):
-                return _Exchange("unsent", why=f"{doing} failed: {type(error).__name__}")
-            if isinstance(error, requests.ReadTimeout):
-                return _Exchange("lost", why=f"{doing}: no whole answer within the timeout")
-            return _Exchange("lost", why=f"{doing} failed: {type(error).__name__}")
+            return _failed_exchange(error, doing)
         with http:
             return _read_answer(http, doing)
 
@@ -526,21 +532,41 @@ def _parse_answer(data: bytes, whole: bool, doing: str) -> _Exchange:
     return _Exchange("answer", MarkResponse(status, metadata, body))
 
 
-def _closed_unanswered(error: requests.RequestException) -> bool:
-    """Whether the server ended the connection, closed or reset, before its answer came: it declined the
-    request unread, broke (before or after handling it), or was closing a kept-alive connection just as
-    the request went out."""
-    reason = error.args[0] if error.args else None
-    return isinstance(reason, urllib3_exceptions.ProtocolError) and any(
-        isinstance(arg, (RemoteDisconnected, ConnectionResetError)) for arg in reason.args)
+def _failed_exchange(error: requests.RequestException, doing: str) -> _Exchange:
+    """The table's row for a request that raised `error` before its answer's headers were whole.
+
+    requests raises ConnectionError, ConnectTimeout, ReadTimeout, SSLError or ProxyError, wrapping
+    urllib3's MaxRetryError, whose `reason` wraps what failed (urllib3 1.26 and 2.x alike); the
+    cases below look through that wrapping (`_causes`), first match wins.  _read_answer sorts out
+    what fails once the headers are in (a body cut off, too long, too slow, ...).
+    """
+    causes = _causes(error)
+    # Raised while connecting (TCP, a proxy's CONNECT tunnel, the TLS handshake: all in
+    # HTTPConnection.connect, which _DeadlineConnect marks) or a connect timeout: nothing was sent.
+    if isinstance(error, requests.ConnectTimeout) or any(getattr(cause, "mark_connecting", False) for cause in causes):
+        return _Exchange("unsent", why=f"{doing} failed: {type(error).__name__}")
+    # Closed (http.client's RemoteDisconnected: not a byte of status line) or reset before the
+    # headers were whole: the server declined the request unread, broke (before or after
+    # handling it), or was closing a kept-alive connection just as the request went out.
+    if any(isinstance(cause, (RemoteDisconnected, ConnectionResetError)) for cause in causes):
+        return _Exchange("closed", why=f"{doing}: the connection closed without an answer")
+    # No status line and headers by the deadline (_DeadlineSocket's socket.timeout).
+    if isinstance(error, requests.ReadTimeout):
+        return _Exchange("lost", why=f"{doing}: no whole answer within the timeout")
+    # Anything else once connected (a broken pipe while sending, a TLS error mid-answer, bad
+    # headers): the request may have reached the server.
+    return _Exchange("lost", why=f"{doing} failed: {type(error).__name__}")
 
 
-def _never_sent(error: requests.RequestException) -> bool:
-    """Whether a request failed before any byte of it could reach the server."""
-    if isinstance(error, requests.ConnectTimeout):
-        return True
-    reason = getattr(error.args[0] if error.args else None, "reason", None)
-    return isinstance(error, requests.ConnectionError) and isinstance(reason, urllib3_exceptions.NewConnectionError)
+def _causes(error: BaseException) -> list:
+    """`error` and every exception it wraps in its args or as urllib3's `reason`."""
+    found, todo = [], [error]
+    while todo:
+        cause = todo.pop()
+        if isinstance(cause, BaseException) and all(cause is not seen for seen in found):
+            found.append(cause)
+            todo += [*cause.args, getattr(cause, "reason", None)]
+    return found
 
 
 def _failed(why: str, write: bool, path: str) -> MarkError:
@@ -553,7 +579,8 @@ def _failed(why: str, write: bool, path: str) -> MarkError:
 
 
 def _backoff(tries: int) -> float:
-    """The pause before sending a request again: about 0.1 s, doubling, jittered, at most 2 s."""
+    """The pause before sending a request again: 0.1 s, doubling up to 2 s, times a random 0.5 to 1.5
+    (so writers refused together do not come back together): at most 3 s."""
     return min(2.0, 0.1 * 2 ** (tries - 1)) * random.uniform(0.5, 1.5)
 
 
@@ -839,16 +866,22 @@ class _DeadlineSocket:
         return file
 
 
-class _DeadlineHTTPConnection(HTTPConnection):
+class _DeadlineConnect:
     def connect(self) -> None:
-        super().connect()
+        try:
+            super().connect()  # TCP, a proxy's tunnel, TLS: _DeadlineSocket goes around what reads the answer
+        except Exception as error:
+            error.mark_connecting = True  # nothing of the request went out: _failed_exchange's "unsent"
+            raise
         self.sock = _DeadlineSocket(self.sock)
 
 
-class _DeadlineHTTPSConnection(HTTPSConnection):
-    def connect(self) -> None:
-        super().connect()  # TLS wraps the plain socket first: _DeadlineSocket goes around what reads the answer
-        self.sock = _DeadlineSocket(self.sock)
+class _DeadlineHTTPConnection(_DeadlineConnect, HTTPConnection):
+    pass
+
+
+class _DeadlineHTTPSConnection(_DeadlineConnect, HTTPSConnection):
+    pass
 
 
 class _DeadlineHTTPPool(HTTPConnectionPool):

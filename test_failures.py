@@ -32,6 +32,7 @@ TABLE = {
     "could not connect": ((0, False, "error"), (0, False, "error"), (0, False, "error"),              (0, False, "error")),
     "refused":       ((2, False, "refused"),   (2, False, "refused"), (2, False, "refused"),             (2, False, "refused")),
     "closed":        ((2, False, "error"),     (1, True, "created"),  (2, True, "landed?"),              (1, False, "landed?")),
+    "reset in head": ((2, False, "error"),     (1, True, "created"),  (2, True, "landed?"),              (1, False, "landed?")),
     "reset":         ((1, False, "error"),     (1, True, "created"),  (1, True, "landed?"),              (1, False, "landed?")),
     "timeout":       ((1, False, "error"),     (1, True, "created"),  (1, True, "landed?"),              (1, False, "landed?")),
     "short body":    ((1, False, "error"),     (1, True, "created"),  (1, True, "landed?"),              (1, False, "landed?")),
@@ -59,6 +60,9 @@ def failing(row: str, conn, truly: bytes) -> None:
         conn.sendall(b"HTTP/1.1 429 Too Many Requests\r\nRetry-After: 0\r\nContent-Length: 0\r\n\r\n")
     elif row == "closed":
         pass  # closed without a byte
+    elif row == "reset in head":
+        conn.sendall(head[:len(head) // 2])  # half the headers, then RST
+        conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
     elif row == "reset":
         conn.sendall(truly[:len(head) + 4 + len(body) // 2])
         conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # close with RST
@@ -184,7 +188,8 @@ def test_each_cell_of_the_table(row, column, stores, monkeypatch):
 
 
 def test_the_docstring_holds_the_table_these_tests_play():
-    rows = ["could not connect", "refused: HTTP 429 or 503", "closed without a byte of answer", "reset mid-answer",
+    rows = ["could not connect", "refused: HTTP 429 or 503", "closed before any answer, or reset",
+            "  before its headers were whole", "reset mid-body",
             "timeout: no whole", "short body", "oversized", "hash mismatch", "not HTTP 200", "not a Mark response",
             "`server-error`", "`created` as a version"]
     table = mc.__doc__[mc.__doc__.index("    failure "):]

@@ -418,3 +418,53 @@ def test_a_read_whose_connection_is_reset_before_any_answer_is_sent_again(raw):
     server = raw(reset_first)
     assert MarkClient(server.url, timeout=5).fetch("/p", version=1).body == "hi\n"
     assert len(server.requests) == 2
+
+
+# ------------------------------------------------------------ the look-up, the cache, a session's proxies
+
+def scripted(raw, answers):
+    """A server answering each "VERB /path" from `answers` (bytes of HTTP), counting them in .requests."""
+    return raw(lambda conn, request: conn.sendall(answers[b" ".join(request.split(b" ")[:2]).decode()]))
+
+
+def test_a_look_up_takes_only_a_version_with_every_metadata_key_the_write_sent(raw):
+    body = "# Plan\n\nShip on Friday.\n"
+    cut_off = mark_answer(status="created", version=4)
+    server = scripted(raw, {
+        "PUBLISH /doc.md": http(cut_off[:len(cut_off) // 2], length=len(cut_off)),
+        "VERSIONS /doc.md": http(mark_answer(total=5, current=5)),
+        "FETCH /doc.md/v4": http(mark_answer(body, version=4)),  # the body, but no title: another writer's
+        "FETCH /doc.md/v5": http(mark_answer(body, version=5, title="Plan")),
+    })
+    got = MarkClient(server.url, token=TOKEN).publish("/doc.md", body, 3, metadata={"title": "Plan"})
+    assert got == ("conflict", {"server-version": "5", "looked-up": "true", "your-version": "3"}, "")
+
+
+def test_a_cached_version_has_no_current_version(raw):
+    server = scripted(raw, {"FETCH /p/v7": http(mark_answer("seven\n", version=7, **{"current-version": 8}))})
+    client = MarkClient(server.url)
+    assert client.fetch("/p", version=7).metadata == {"version": "7", "current-version": "8"}
+    assert client.fetch("/p", version=7).metadata == {"version": "7"}  # current-version changes: not kept
+    assert len(server.requests) == 1
+
+
+def test_proxies_given_with_a_session_leave_the_session_as_it_was(raw):
+    proxy = raw(lambda conn, request: conn.sendall(http(mark_answer("via proxy\n", version=1))))
+    session = requests.Session()
+    client = MarkClient("http://127.0.0.1:9", session=session, proxies={"http": proxy.url})
+    assert client.fetch("/p").body == "via proxy\n"
+    assert session.proxies == {}
+
+
+@pytest.mark.parametrize("route", ["https", "proxy"])
+def test_a_write_whose_tls_handshake_or_proxy_tunnel_fails_was_not_sent(raw, tmp_path, route):
+    if route == "https":  # a self-signed certificate, checked: the handshake fails
+        server = raw(lambda conn, request: None, tls=tls_context(tmp_path))
+        client = MarkClient(server.url, token=TOKEN)
+    else:  # the proxy refuses the CONNECT tunnel to an https:// server
+        server = raw(lambda conn, request: conn.sendall(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n"))
+        client = MarkClient("https://127.0.0.1:9", token=TOKEN, proxies={"https": server.url})
+    with pytest.raises(MarkError) as caught:
+        client.publish("/p", "x\n", expected_version=1)
+    assert caught.value.status == "transport" and not caught.value.may_have_landed
+    assert server.connections == 1  # not looked up: nothing was sent
