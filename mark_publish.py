@@ -28,7 +28,7 @@
     >>> client.close(); server.close()
 
     $ MARK_TOKEN=... python -m mark_publish --server URL /notes.md --expected-version 6 \\
-          --on-conflict merge --file notes.md      # exit 0 ok, 1 conflict, 2 error
+          --on-conflict merge --file notes.md      # exit 0 ok, 1 conflict or merge-candidate, 2 error
 
 Mark documents are versioned and immutable; a PUBLISH carries the version
 the caller edited (`expected-version`) and loses to any writer that came in
@@ -51,11 +51,15 @@ between with status `conflict`, naming the newest version C.  What
   LLM.  A PUBLISH that conflicts again names the next version to read; if
   that does not hold what was just sent (yet another writer), the loop
   first waits a random, growing while (RETRY_PAUSE) and reads the newest
-  version's number instead.  Out of PUBLISHes: `reason: contention`.
+  version's number instead, unless the pause would end more than `timeout`
+  seconds after the call began (then: no pause, the version named).  Out of
+  PUBLISHes: `reason: contention`, `retries: max_retries`.
 
 What goes over the wire, request by request (E is `expected_version`, C
-the version a conflict names; a version this client read by number or
-published is known without another FETCH):
+the version a conflict names).  A FETCH /vN below is not sent when the
+client holds N: it read N by number before, or published N itself and was
+answered `ok` or `created` (so the version a merge just made is never
+fetched); the client keeps the last 64.  The newest number is always asked:
 
     no race          PUBLISH at E -> ok or created
     landed after all PUBLISH at E -> conflict naming E + 1; FETCH /v(E+1) holds the body: ok
@@ -66,12 +70,15 @@ published is known without another FETCH):
     base gone        ... FETCH /vE -> not-found; FETCH (the newest number): base-unavailable
     lost again       PUBLISH at C -> conflict C2; FETCH /vC2 (is it ours?); pause;
                      FETCH (the newest number, N); FETCH /vN; PUBLISH the merge at N
-                     (no PUBLISH left: FETCH /vC2 only, then contention)
-    stale write      PUBLISH at E -> conflict C > E + 1, and FETCH /vC holds the body, so
+                     (no PUBLISH left: FETCH /vC2 only, then contention; no time
+                     left for the pause: neither it nor the newest number, N = C2)
+    stale write      PUBLISH at A -> conflict C > A + 1, and FETCH /vC holds the body, so
                      L = C - 1: FETCH /vL; PUBLISH L's body at C (the undo); then the
-                     mode's answer.  Merge mode first reads /vE and PUBLISHes
-                     diff3(E, L, C) at C if that is clean (then no undo); with /vE
-                     gone it undoes, and answers base-unavailable
+                     mode's answer.  Merge mode first reads /vA and PUBLISHes
+                     diff3(A, L, C) at C if that is clean (then no undo); with /vA
+                     gone it undoes, and answers base-unavailable.  A is the version
+                     that PUBLISH went against: E for the call's first, the
+                     version a merge round read for a later one
 
 Version 0 is the empty document, never fetched.
 
@@ -102,7 +109,8 @@ guess, never a conflict marker the caller did not send.
 `publish_edit` runs the same loop for any edit of the latest version;
 `mark_sections.update_section` writes one section through it.  This file
 needs `diff3.py` and `mark_client.py` (and `requests`) beside it, and
-`mark_sections.py` for the CLI's `--section`.
+`mark_sections.py` for the CLI's `--section`; the example above runs on
+`mark_server.py`, the reference server.
 
 What it asks of the client (mark_client.py): `publish(path, body,
 expected_version, metadata)`, `fetch(path, version=N)` for every body,
@@ -134,7 +142,8 @@ __all__ = [
 ]
 
 # After a lost race, a merge waits up to this long, then twice as long, and so on (at random:
-# writers that lost together do not come back together), while the call's pauses stay within `timeout` seconds.
+# writers that lost together do not come back together), while the call, its requests included,
+# stays within `timeout` seconds of its start; a pause that would end later is skipped (`_step_aside`).
 # `python bench.py publish` at 8 writers: 0.02 s escalates ~35% of edits, 0.3 s ~1%.
 RETRY_PAUSE = 0.3
 
@@ -155,7 +164,7 @@ class PublishResult:
     has_markers: Optional[bool] = None
     mergeable: Optional[bool] = None
     reason: Optional[str] = None
-    retries: Optional[int] = None
+    retries: Optional[int] = None  # with reason contention: max_retries, all of them spent
     repaired: Optional[int] = None
     body: Optional[str] = None
 
@@ -191,8 +200,12 @@ def mark_publish(
     first.  In every mode a stale write of the call's own is put back
     first, which may publish (an undo; see the module docstring).  At most
     1 + `max_retries` PUBLISHes, repairs included.
-    Raises `MarkError` for any Mark error status, for transport failures,
-    and ("overwritten") for another writer's version it could not restore.
+    Raises `MarkError` for a Mark error status answered to a PUBLISH or to
+    a FETCH of a body it needs, for transport failures, and ("overwritten")
+    for another writer's version it could not restore.  Not errors: a
+    version it cannot read while asking whether it is the call's write
+    counts as not the call's, and a base answered `not-found` is
+    `reason: base-unavailable`.
     """
     _check_publish(path, body, expected_version, max_retries, on_conflict)
     budget = _Budget(1 + max_retries, client.timeout)
@@ -267,7 +280,8 @@ def publish_edit(
     max_retries: int = 3,
     metadata: Optional[Dict[str, str]] = None,
 ) -> PublishResult:
-    """PUBLISH `edit(body of version)` against `version`; after a lost race, `edit` of the newest, as the merge loop does.
+    """PUBLISH `edit(body of version)` against `version`; after a lost race, `edit` of the version the
+    conflict names (of the newest after a pause, when yet another writer came in), as the merge loop does.
 
     `edit` returns the text to publish and whether it holds an overlap (a
     text with conflict markers, published never).  At most 1 + `max_retries`
@@ -335,7 +349,8 @@ class _Budget:
     PUBLISH it sends, its first and its repairs included, goes through `publish`, so
     that no path can send more than the call was given: 1 + `max_retries`
     for `mark_publish` and `publish_edit`, `max_retries` for
-    `after_conflict` and `merge_and_publish` (their caller sent the first).
+    `after_conflict` (its caller sent the first) and `merge_and_publish`.
+    `until`: the end of the call's pauses, `timeout` seconds after it began.
     """
 
     def __init__(self, tries: int, seconds: float):
@@ -498,8 +513,9 @@ def _step_aside(client: MarkClient, path: str, current: int, budget: _Budget) ->
 def _undo(client: MarkClient, path: str, lost: int, stale: int, budget: _Budget,
           metadata: Optional[Dict[str, str]]) -> int:
     """Publish version `lost`'s body again against `stale`, the write of ours the server stored over it:
-    the version the undo became (the client checks that a created one is `stale + 1`).  MarkError("overwritten")
-    when it was refused in conflict, or itself stored over another writer's version."""
+    the version the undo became, `stale + 1` (answered so, the client checks, or refused in conflict naming
+    it while it holds the undo: stored after all).  MarkError("overwritten") when refused for another
+    writer's version, or stored over one."""
     if not budget.left:
         raise _overwritten(path, lost, "no PUBLISH was left to undo ours")
     undo = _Sent(_body(client, path, lost), stale)
@@ -616,7 +632,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                         help="PUBLISHes after the first, merges and repairs alike (default 3)")
     parser.add_argument("--file", help="read the body from FILE instead of stdin")
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
-                        help=f"deadline of each request (default {DEFAULT_TIMEOUT:g})")
+                        help=f"deadline of each request, and the most a merge's pauses may reach from "
+                             f"the start (default {DEFAULT_TIMEOUT:g})")
     args = parser.parse_args(argv)
     if args.section is None and args.expected_version is None:
         parser.error("--expected-version is required (but for --section)")
