@@ -72,32 +72,29 @@ fetched); the client keeps the last 64.  The newest number is always asked:
                      FETCH (the newest number, N); FETCH /vN; PUBLISH the merge at N
                      (no PUBLISH left: FETCH /vC2 only, then contention; no time
                      left for the pause: neither it nor the newest number, N = C2)
-    stale write      PUBLISH at A -> conflict C > A + 1, and FETCH /vC holds the body, so
-                     L = C - 1: FETCH /vL; PUBLISH L's body at C (the undo); then the
-                     mode's answer.  Merge mode first reads /vA and PUBLISHes
-                     diff3(A, L, C) at C if that is clean (then no undo); with /vA
-                     gone it undoes, and answers base-unavailable.  A is the version
-                     that PUBLISH went against: E for the call's first, the
-                     version a merge round read for a later one
+    stale write      PUBLISH at A -> conflict C > A + 1 and FETCH /vC holds the body: it was
+                     stored over L = C - 1.  Merge mode: FETCH /vA, FETCH /vL; PUBLISH
+                     diff3(A, L, C) at C if clean.  Else, any mode: FETCH /vL; PUBLISH
+                     L's body at C (the undo); the mode's answer (/vA gone: base-
+                     unavailable).  A: E for the call's first PUBLISH, else the
+                     version the merge round read
 
 Version 0 is the empty document, never fetched.
 
 Stale writes.  Stored as V over another writer's version L = V - 1, the
-write dropped L's edits, and the call puts back what a correct server would
-have left.  In merge mode, if the version the write was made against
-can be read and `diff3(it, L, latest)` is clean, it publishes that (`ok`, `repaired: L`,
-and `their-version` the version it went onto: V or a later one).
-Otherwise, in every mode, it publishes L's exact body again against V (an
-undo, which the server refuses if anyone built on V) and answers as that
-mode answers a write refused in conflict with L, with `repaired: L` (and
-the undo, which holds L's body, as the current version).  Otherwise
-(another writer's version came after V, so the undo is or would be
-refused, or no PUBLISH is left) it raises `MarkError("overwritten")` with
-`metadata["lost-version"] = str(L)` and publishes nothing more (or, when
-the undo itself was stored over yet another writer's version, names that
-one: L is back, and it is not).  A version
-counts as the call's by its body: one that another writer published with
-the very same body would count too.
+write dropped L's edits; the call puts back what a correct server would
+have left.  In merge mode, if the version A the write was made against can
+be read and diff3(A, L, latest) is clean, it publishes that (`ok`,
+`repaired: L`, `their-version`: V or a later one).  Otherwise, in every
+mode, it publishes L's exact body again against V (an undo, refused if
+anyone built on V) and answers as that mode answers a conflict, the undo
+being the current version, with `repaired: L`.  When the undo is or would
+be refused (another writer's version came after V), or no PUBLISH is left,
+it raises MarkError("overwritten") with `metadata["lost-version"] =
+str(L)` and publishes nothing more; when the undo was itself stored over
+yet another writer's version, it names that one (L is back, it is not).  A
+version counts as the call's by its body alone: another writer's with the
+very same body counts too.
 
 One budget per call: `mark_publish` sends at most 1 + `max_retries`
 PUBLISHes, repairs included (a request the server refused unhandled and the
@@ -115,10 +112,7 @@ needs `diff3.py` and `mark_client.py` (and `requests`) beside it, and
 What it asks of the client (mark_client.py): `publish(path, body,
 expected_version, metadata)`, `fetch(path, version=N)` for every body,
 `request("FETCH", path)` for the newest version's number only,
-`versions` and `append` (`mark_append`), and `timeout`.  The client keeps
-the last 64 versions it read by number or published with
-`expected_version` (answered `ok` or `created`), so reading one of them
-again sends nothing; the newest version's number is never cached.
+`versions` and `append` (`mark_append`), and `timeout`.
 """
 
 from __future__ import annotations
@@ -331,10 +325,8 @@ class _Sent(NamedTuple):
 
 
 class _Outcome(NamedTuple):
-    """How `_publish_loop` ended: "ok" (`text` is version `version`, published onto
-    `their_version`), "overlap" (`text` has markers; `version` is the latest seen)
-    or "contention" (`version` is the latest seen); `repaired`: the version a stale
-    write of ours went over, put back."""
+    """How `_publish_loop` ended (its docstring's table); `repaired`: the version a stale write of ours
+    went over, put back."""
     kind: str
     version: int
     text: str = ""
@@ -408,7 +400,8 @@ def _merge(client: MarkClient, path: str, sent: _Sent, current: int, budget: _Bu
 
 def _answer(outcome: _Outcome, plain: bool, base_version: int, your_version: Optional[int],
             retries: int) -> PublishResult:
-    """The caller's answer once the merge loop ended in `outcome`; `plain`: what it
+    """The caller's answer once the merge loop ended in `outcome`, one line per way it can end (the
+    loop's other end, MarkError("overwritten"), is raised by `_repair` and `_undo`).  `plain`: what it
     published is exactly what the caller sent (merged with nothing, or a merge that came out the same)."""
     if outcome.kind == "ok" and plain and outcome.repaired is None:
         return PublishResult("ok", version=outcome.version, merged=False)
@@ -424,14 +417,24 @@ def _answer(outcome: _Outcome, plain: bool, base_version: int, your_version: Opt
 
 def _publish_loop(client: MarkClient, path: str, edit: Callable[[str], Tuple[str, bool]], current: int,
                   sent: Optional[_Sent], budget: _Budget, metadata: Optional[Dict[str, str]]) -> _Outcome:
-    """Publish `edit(latest body)` onto the latest version, while `budget` lasts.
+    """Publish `edit(latest body)` onto the latest version, while `budget` lasts; how that ended.
 
-    Each round reads version `current` by number (first the one given,
-    then the one each conflict names, or the newest after `_step_aside`)
-    and publishes the edit of it against it.  When that version is what
-    this call published last (`sent`), the server stored it after all: as
-    `sent.against + 1` it landed; later, it went over another writer's
-    version, which `_repair` puts back.
+    Each round reads version `current` by number (first the one given), and
+    the first of these that holds ends the loop or starts the next round:
+
+        current is `sent`, what this call published last   "ok" (version, text, their_version):
+          (`_our_write`), as `sent.against + 1`              it landed after all
+        current is `sent`, later: stored over another      `_repair`'s outcome: it puts that
+          writer's version                                   version back, or raises "overwritten"
+        no PUBLISH left                                    "contention" (version: the latest seen)
+        edit(current) overlaps                             "overlap" (version, the text with markers)
+        PUBLISH edit(current) at current: ok or created    "ok" (version, text, their_version)
+        PUBLISH edit(current) at current: conflict         next round, at the version it names; when
+                                                           that is not what was just sent, at the
+                                                           newest, after a pause (`_step_aside`)
+
+    `_repair` runs this loop again (to put the version back; after an undo,
+    with `edit`).  Each such level follows a PUBLISH, so the budget bounds it.
     """
     while True:
         theirs = _body(client, path, current)
