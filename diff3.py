@@ -9,54 +9,63 @@
     >>> explain("a\\nb\\nc\\n", "a\\nX\\nc\\n", "a\\nY\\nc\\n")
     [Conflict(start=2, end=6, why='both sides changed base line 2 (rule step 3)')]
 
-    $ python -m diff3 OURS BASE THEIRS              # or mark-diff3; exit 0 clean, 1 conflicts, 2 trouble
+    $ python -m diff3 OURS BASE THEIRS              # installed: mark-diff3; exit 0 clean, 1 conflicts, 2 trouble
     $ mark-diff3 OURS BASE THEIRS -o FILE           # as git's merge driver: writes the merge to FILE
     $ mark-diff3 --explain OURS BASE THEIRS         # also says on stderr why each conflict is one
 
 The principle: a merge is clean only when it does not depend on a choice
 the diff made arbitrarily.  So the merge is made twice, once on the texts
 as they are and once on the texts with their lines in reverse order, which
-breaks every tie of the diff the other way; where the two readings differ,
-the merge conflicts.
+breaks every tie of the diff the other way; where the two readings write
+different text, or either conflicts, the merge conflicts there.  (Where no
+diff broke a tie, the second reading is the first one reversed, so it is
+not made: `_diff` says whether a diff broke one.)
 
 The two-way diff (`get_hunks`) is Bram Cohen's patience diff, plainly:
 the lines both texts share at the start and end of a stretch are matched,
 then the lines found once in each, in their longest common order (patience
 sorting), and each stretch between two of those is diffed the same way.  A
-stretch with no line once in each gets Myers' minimal diff, unless finding
-it takes more than WORK_LIMIT steps, and then the stretch is one change (so
-the limit can turn a clean merge into a conflict, never into another clean
-merge).  Then a hunk that only inserts or only deletes moves down while the
-line after it equals its first (`_slide`), so one change has one place.
+stretch with no line in both is one change; one with no line once in each
+gets Myers' minimal diff, unless finding it takes more than WORK_LIMIT
+steps, and then it is one change (so the limit can turn a clean merge into
+a conflict, never into another clean merge).  Then a hunk that only inserts
+or only deletes moves down while the line after it equals its first
+(`_slide`), so one change has one place.
 
 The merge takes a change one side made to base, takes the same change made
 by both once, and writes changes of the two sides that meet as a conflict
 block ("<<<<<<< ours", ours' lines, with style="diff3" "||||||| base" and
 base's, "=======", theirs' lines, ">>>>>>> theirs").  The rule:
 
-1. A side's changes are the hunks of `get_hunks(base, side)` (`_changes`).
+1. A side's changes are the hunks of `get_hunks(base, side)`; each spans
+   its base lines and those beside it, up to the side's next change, that
+   equal a line it removes or adds: the diff could have put it anywhere
+   among them (`_changes`).
 2. A change that removes a non-blank line base holds more than once, unless
    each line it removes became one like it (`_in_place`, as a ticked box),
-   spans every copy of that line between the nearest lines once in base
-   that the side keeps, since which copy went is not known (`_copies`).
+   also spans every copy of that line between the nearest lines once in
+   base that the side keeps, and meets any change its span touches: which
+   copy went is not known (`_changes`, `_meets`).
 3. Changes meet when their spans share a base line, when one inserts
-   strictly inside the other's span, when both insert at one place, or when
-   one empties the document; changes that meet form a group, clean when one
-   side leaves its base lines as they were or both make them alike, else a
-   conflict (`_groups`).
+   strictly inside the span of the other's group, when both insert and
+   their spans touch, or when one empties the document; changes that meet
+   form a group, clean when one side leaves its base lines as they were or
+   both make them alike, else a conflict (`_groups`, `_meets`, `_taken`).
 4. If the clean groups add a non-blank line more times than ours' changes
    do and more than theirs' do, each clean group holding it is a conflict,
    since both may have added it (`_doubled`).
-5. Steps 1-4 run again on the texts reversed, and wherever the two readings'
-   groups differ, the base lines between the nearest lines both readings
-   keep on both sides, pair alike and group with nothing are one conflict
-   (`_readings`).
-6. Conflicts with no base line between them are one block, and with
+5. Steps 1-4 run again on the texts reversed; wherever the two readings'
+   groups differ, the base lines between the nearest firm lines (both sides
+   keep them in both readings, each reading pairs them alike, no group
+   spans them) are clean if both readings write them alike without
+   conflict, and else one conflict (`_readings`, `_doubts`).
+6. Conflicts with no base line between them are one block; with
    style="merge" the lines both sides of a block share stay outside its
-   markers, as in git's "zealous" merge (`_block`).
+   markers, as in git's "zealous" merge, but a block whose sides are equal
+   (steps 4 and 5 make those) shows base's lines instead (`_block`).
 
-`explain()` (or `mark-diff3 --explain`) gives each conflict's merged lines
-and the step that made it.  Where the rule and git's merge differ: edits of
+`explain()` (or `mark-diff3 --explain`) gives, for each conflict, the lines
+of the merge it spans and the step that made it.  Where the rule and git's merge differ: edits of
 neighbouring lines merge, and a line both sides add at different places
 conflicts (step 4):
 
@@ -119,10 +128,14 @@ class Merge(NamedTuple):
 class Conflict(NamedTuple):
     start: int  # the merged text's lines start..end (from 1) run from its first marker to its last
     end: int
-    why: str  # which base lines, what happened there, and the rule step that made it a conflict
+    why: str  # what happened, where (base lines, or a line both may have added), and the rule step
 
 
-Hunk = Tuple[int, int, int, int]  # (a_lo, a_hi, b_lo, b_hi): a[a_lo:a_hi] became b[b_lo:b_hi]
+class Hunk(NamedTuple):  # a[a_lo:a_hi] became b[b_lo:b_hi]
+    a_lo: int
+    a_hi: int
+    b_lo: int
+    b_hi: int
 
 
 def diff3(base: str, ours: str, theirs: str, *, style: str = "merge",
@@ -130,8 +143,8 @@ def diff3(base: str, ours: str, theirs: str, *, style: str = "merge",
     """Merge the changes from `base` to `ours` and from `base` to `theirs`.
 
     Returns `Merge(merged, had_conflict)`.  `style="diff3"` also shows the
-    base lines inside each conflict block; `labels` are the (ours, base,
-    theirs) words written after the markers.  Raises TypeError or
+    base lines inside each conflict block; `labels`, a tuple or list, are
+    the (ours, base, theirs) words written after the markers.  Raises TypeError or
     ValueError, naming the argument, for anything but str texts, a known
     style and three one-line labels.
     """
@@ -141,7 +154,7 @@ def diff3(base: str, ours: str, theirs: str, *, style: str = "merge",
 def explain(base: str, ours: str, theirs: str, *, style: str = "merge",
             labels: Sequence[str] = ("ours", "base", "theirs")) -> List[Conflict]:
     """Why `diff3(base, ours, theirs, ...)` conflicts where it does: a `Conflict` for
-    each run of conflict blocks, with the merged lines it holds and the reason."""
+    each run of conflict blocks, with the lines of the merge it spans and the reason."""
     return _diff3(base, ours, theirs, style, labels)[1]
 
 
@@ -154,8 +167,11 @@ def _diff3(base: str, ours: str, theirs: str, style: str,
         return Merge(ours, False), []
     texts = [split_lines(base), split_lines(ours), split_lines(theirs)]
     # The document's line ending: that of base's first line if it has one, else ours', else theirs'.
-    eol = next(("\r\n" if lines[0].endswith("\r\n") else "\n" for lines in texts
-                if lines and lines[0].endswith("\n")), "\n")
+    eol = "\n"
+    for lines in texts:
+        if lines and lines[0].endswith("\n"):
+            eol = "\r\n" if lines[0].endswith("\r\n") else "\n"
+            break
     markers = ("<<<<<<< " + labels[0] + eol, "||||||| " + labels[1] + eol, "=======" + eol,
                ">>>>>>> " + labels[2] + eol)
     out, conflicts = _merge(*texts, markers, style == "diff3")
@@ -226,7 +242,7 @@ def _diff(a: Sequence, b: Sequence) -> Tuple[List[Hunk], bool]:
             a_hi, b_hi = a_hi - 1, b_hi - 1
         if a_lo == a_hi or b_lo == b_hi or set(a[a_lo:a_hi]).isdisjoint(b[b_lo:b_hi]):
             # All inserted, all deleted, or no line in both: one change (or nothing left).
-            hunks += [(a_lo, a_hi, b_lo, b_hi)] if a_lo < a_hi or b_lo < b_hi else []
+            hunks += [Hunk(a_lo, a_hi, b_lo, b_hi)] if a_lo < a_hi or b_lo < b_hi else []
             continue
         pairs = _unique_pairs(a, b, a_lo, a_hi, b_lo, b_hi)
         anchors = _longest_ascending(pairs)
@@ -240,14 +256,14 @@ def _diff(a: Sequence, b: Sequence) -> Tuple[List[Hunk], bool]:
         tied = tied or len(anchors) < len(pairs)
         for gap in _between([(a_lo - 1, b_lo - 1), *anchors, (a_hi, b_hi)]):
             # One with lines on both sides is a stretch to diff; else it only inserts or deletes.
-            (stretches if gap[0] < gap[1] and gap[2] < gap[3] else hunks).append(gap)
+            (stretches if gap.a_lo < gap.a_hi and gap.b_lo < gap.b_hi else hunks).append(gap)
     hunks = _slide(a, b, sorted(hunks))
     return hunks, tied or _rises(a, b, hunks)
 
 
 def _between(pairs: List[Tuple[int, int]]) -> List[Hunk]:
     """The gaps (i + 1, x, j + 1, y) between consecutive pairs (i, j), (x, y) of kept lines."""
-    return [(i + 1, x, j + 1, y) for (i, j), (x, y) in zip(pairs, pairs[1:]) if x > i + 1 or y > j + 1]
+    return [Hunk(i + 1, x, j + 1, y) for (i, j), (x, y) in zip(pairs, pairs[1:]) if x > i + 1 or y > j + 1]
 
 
 def _unique_pairs(a: Sequence, b: Sequence, a_lo: int, a_hi: int, b_lo: int, b_hi: int) -> List[Tuple[int, int]]:
@@ -331,32 +347,34 @@ def _walk_back(seen: List[Dict[int, int]], d: int, x: int, y: int) -> List[Tuple
 
 
 def _slide(a: Sequence, b: Sequence, hunks: List[Hunk]) -> List[Hunk]:
-    """Each hunk that only inserts or only deletes, moved down while the line after it
-    equals its first (the same text either way), short of touching the next hunk."""
+    """Each hunk that only inserts (or only deletes) moved down while the line after its
+    lines of b (of a) equals their first, the text staying the same, short of touching
+    the next hunk."""
     out: List[Hunk] = []
-    for k, (a_lo, a_hi, b_lo, b_hi) in enumerate(hunks):
-        if a_lo == a_hi or b_lo == b_hi:
-            at = 2 if a_lo == a_hi else 0  # where the changed text's bounds sit in a hunk
-            seq, lo, hi = (b, b_lo, b_hi) if at else (a, a_lo, a_hi)
-            end = hunks[k + 1][at] - 1 if k + 1 < len(hunks) else len(seq)
-            down = 0
-            while hi + down < end and seq[hi + down] == seq[lo + down]:
+    for k, h in enumerate(hunks):
+        after = hunks[k + 1] if k + 1 < len(hunks) else Hunk(len(a) + 1, 0, len(b) + 1, 0)
+        down = 0
+        if h.a_lo == h.a_hi:
+            while h.b_hi + down < after.b_lo - 1 and b[h.b_hi + down] == b[h.b_lo + down]:
                 down += 1
-            a_lo, a_hi, b_lo, b_hi = a_lo + down, a_hi + down, b_lo + down, b_hi + down
-        out.append((a_lo, a_hi, b_lo, b_hi))
+        elif h.b_lo == h.b_hi:
+            while h.a_hi + down < after.a_lo - 1 and a[h.a_hi + down] == a[h.a_lo + down]:
+                down += 1
+        out.append(Hunk(h.a_lo + down, h.a_hi + down, h.b_lo + down, h.b_hi + down))
     return out
 
 
 def _rises(a: Sequence, b: Sequence, hunks: List[Hunk]) -> bool:
-    """Whether a hunk that only inserts or only deletes could also sit a line higher (its
-    text the same, short of touching the hunk before): there the texts reversed put it."""
-    for k, (a_lo, a_hi, b_lo, b_hi) in enumerate(hunks):
-        if a_lo == a_hi or b_lo == b_hi:
-            at = 2 if a_lo == a_hi else 0
-            seq, lo, hi = (b, b_lo, b_hi) if at else (a, a_lo, a_hi)
-            above = hunks[k - 1][at + 1] if k else -1  # where the hunk before ends
-            if lo - 1 > above and seq[lo - 1] == seq[hi - 1]:
-                return True
+    """Whether a hunk that only inserts (or only deletes) could also sit a line higher:
+    the line before its lines of b (of a) equals their last, and it would not touch the
+    hunk before.  There the texts reversed put it."""
+    before = Hunk(-1, -1, -1, -1)
+    for h in hunks:
+        if h.a_lo == h.a_hi and h.b_lo - 1 > before.b_hi and b[h.b_lo - 1] == b[h.b_hi - 1]:
+            return True
+        if h.b_lo == h.b_hi and h.a_lo - 1 > before.a_hi and a[h.a_lo - 1] == a[h.a_hi - 1]:
+            return True
+        before = h
     return False
 
 
@@ -373,7 +391,7 @@ class _Change(NamedTuple):  # one side's hunk: base[lo:hi] became `lines`; base[
     hi: int
     side: int
     lines: List[str]
-    copied: Optional[str] = None  # the repeated line rule step 2 grew the span for
+    copied: Optional[str] = None  # rule step 2: a repeated line it removes (the first, sorted)
 
 
 class _Group(NamedTuple):  # changes that meet, over base[lo:hi]: what ours and theirs make of those lines
@@ -417,45 +435,23 @@ def _merge(base: List[str], ours: List[str], theirs: List[str], markers: tuple,
 
 def _readings(base: List[str], ours: List[str], theirs: List[str]) -> List[_Group]:
     """The groups of the texts as they are, checked against those of the texts reversed
-    (rule step 5): where the two differ, the stretch between the nearest firm lines is
-    clean only if both make it the same text without conflict, and else one conflict."""
-    n = len(base)
+    (rule step 5)."""
     (ours_hunks, ours_tied), (theirs_hunks, theirs_tied) = _diff(base, ours), _diff(base, theirs)
-    hunks = [ours_hunks, theirs_hunks]
-    forward = _reading(base, ours, theirs, hunks)
+    forward = _reading(base, ours, theirs, [ours_hunks, theirs_hunks])
     if not (ours_tied or theirs_tied):
         return forward  # the texts reversed give the same hunks, so the same groups
+    n = len(base)
     back_hunks = [get_hunks(base[::-1], ours[::-1]), get_hunks(base[::-1], theirs[::-1])]
-    backward = _reading(base[::-1], ours[::-1], theirs[::-1], back_hunks)
     # Turned back: line i of a reversed text of length n is line n - 1 - i.
     backward = [_Group(n - g.hi, n - g.lo, g.mine[::-1], g.yours[::-1], g.taken and g.taken[::-1], g.why)
-                for g in reversed(backward)]
-    back_hunks = [[(n - h[1], n - h[0], len(lines) - h[3], len(lines) - h[2]) for h in reversed(side_hunks)]
-                  for lines, side_hunks in zip((ours, theirs), back_hunks)]
-    differ = sorted({_key(g) for g in forward}.symmetric_difference(map(_key, backward)))
-    if not differ:
-        return forward
-    # A firm line: both sides keep it in both readings, each reading pairs it with the same
-    # line of each side, and no group of either reading spans it.
-    places = [_Places(side_hunks) for side_hunks in (*hunks, *back_hunks)]  # ours, theirs; reversed
-    spanned = {i for g in chain(forward, backward) for i in range(g.lo, g.hi)}
-
-    def firm(i: int) -> bool:
-        at = [p.at(i) for p in places]
-        return None not in at and at[0] == at[2] and at[1] == at[3] and i not in spanned
-
-    doubts: List[Tuple[int, int]] = []  # base[lo:hi] between firm lines, around groups that differ
-    for lo, hi, *_ in differ:
-        if doubts and doubts[-1][0] <= lo and hi <= doubts[-1][1]:
-            continue  # (inside the last one)
-        while lo > 0 and not firm(lo - 1):
-            lo -= 1
-        while hi < n and not firm(hi):
-            hi += 1
-        doubts.append((lo, hi))
+                for g in reversed(_reading(base[::-1], ours[::-1], theirs[::-1], back_hunks))]
+    places = [_Places(hunks) for hunks in (
+        ours_hunks, theirs_hunks,
+        [Hunk(n - h.a_hi, n - h.a_lo, len(ours) - h.b_hi, len(ours) - h.b_lo) for h in reversed(back_hunks[0])],
+        [Hunk(n - h.a_hi, n - h.a_lo, len(theirs) - h.b_hi, len(theirs) - h.b_lo) for h in reversed(back_hunks[1])])]
     out: List[_Group] = []
     done = 0  # forward groups before this one are in `out`
-    for lo, hi in doubts:  # (a doubt holds whole groups of each reading: no span crosses a firm line)
+    for lo, hi in _doubts(base, forward, backward, places):
         first, last = _inside(forward, lo, hi)
         out += forward[done:first]
         done = last
@@ -463,11 +459,34 @@ def _readings(base: List[str], ours: List[str], theirs: List[str]) -> List[_Grou
         if text is not None and text == _text(base, backward[slice(*_inside(backward, lo, hi))], lo, hi):
             out += forward[first:last]  # the readings differ, but not in what they write
             continue
-        mine, yours = (lines[p.at(lo - 1) + 1 if lo else 0:p.at(hi) if hi < n else len(lines)]
-                       for lines, p in ((ours, places[0]), (theirs, places[1])))
+        # Ours' and theirs' lines between the firm lines (or the text's ends) around base[lo:hi].
+        mine = ours[places[0].at(lo - 1) + 1 if lo else 0:places[0].at(hi) if hi < n else len(ours)]
+        yours = theirs[places[1].at(lo - 1) + 1 if lo else 0:places[1].at(hi) if hi < n else len(theirs)]
         why = f"{_lines(lo, hi)} hold look-alike lines the diff can pair two ways, and the two ways merge differently"
         out.append(_Group(lo, hi, mine, yours, None, why + " (rule step 5)"))
     return out + forward[done:]
+
+
+def _doubts(base: List[str], forward: List[_Group], backward: List[_Group], places: List["_Places"]) -> List[Tuple[int, int]]:
+    """Where the readings' groups differ, widened to the nearest firm lines: base[lo:hi] each.
+    A firm line: both sides keep it in both readings (`places`: ours, theirs, then both
+    reversed), each reading pairs it with the same line of each side, no group spans it."""
+    spanned = {i for g in chain(forward, backward) for i in range(g.lo, g.hi)}
+
+    def firm(i: int) -> bool:
+        at = [p.at(i) for p in places]
+        return None not in at and at[0] == at[2] and at[1] == at[3] and i not in spanned
+
+    doubts: List[Tuple[int, int]] = []
+    for lo, hi, *_ in sorted({_key(g) for g in forward}.symmetric_difference(map(_key, backward))):
+        if doubts and doubts[-1][0] <= lo and hi <= doubts[-1][1]:
+            continue  # (inside the last one)
+        while lo > 0 and not firm(lo - 1):
+            lo -= 1
+        while hi < len(base) and not firm(hi):
+            hi += 1
+        doubts.append((lo, hi))
+    return doubts
 
 
 def _key(group: _Group) -> tuple:
@@ -505,8 +524,8 @@ class _Places:
         k = bisect.bisect_right(self.starts, i)
         if k == 0:
             return i
-        a_lo, a_hi, b_lo, b_hi = self.hunks[k - 1]
-        return None if i < a_hi else b_hi + i - a_hi
+        h = self.hunks[k - 1]
+        return None if i < h.a_hi else h.b_hi + i - h.a_hi
 
 
 def _lines(lo: int, hi: int) -> str:
@@ -534,8 +553,8 @@ def _changes(base: List[str], lines: List[str], side: int, hunks: List[Hunk], in
     changes = []
     for k, (lo, hi, side_lo, side_hi) in enumerate(hunks):
         own = set(base[lo:hi]).union(lines[side_lo:side_hi])
-        floor = hunks[k - 1][1] if k else 0
-        ceiling = hunks[k + 1][0] if k + 1 < len(hunks) else len(base)
+        floor = hunks[k - 1].a_hi if k else 0
+        ceiling = hunks[k + 1].a_lo if k + 1 < len(hunks) else len(base)
         top, bottom = lo, hi
         while top > floor and base[top - 1] in own:
             top -= 1
@@ -577,11 +596,17 @@ def _groups(base: List[str], changes: List[_Change]) -> List[Tuple[int, int, Lis
     each group as (lo, hi, members), base[lo:hi] the lines its members span."""
     if any(c.lo == 0 and c.hi == len(base) and not c.lines for c in changes):
         return [(0, len(base), changes)]  # one side emptied the document
-    groups: List[list] = []
+    groups: List[list] = []  # [lo, hi, members], in order and apart
     for c in changes:
-        if groups and _meets(c, *groups[-1]):
-            groups[-1][1] = max(groups[-1][1], c.bottom)
-            groups[-1][2].append(c)
+        # It joins every group it meets, and those become one.  Only the last groups can
+        # reach its span (several may end where it starts: a change, then insertions).
+        k = len(groups)
+        while k and groups[k - 1][1] >= c.top:
+            k -= 1
+        met = [n for n in range(k, len(groups)) if _meets(c, *groups[n])]
+        if met:
+            joined = [m for group in groups[met[0]:] for m in group[2]] + [c]
+            groups[met[0]:] = [[groups[met[0]][0], max(groups[-1][1], c.bottom), joined]]
         else:
             groups.append([c.top, c.bottom, [c]])
     return [tuple(group) for group in groups]
@@ -591,12 +616,13 @@ def _meets(c: _Change, lo: int, hi: int, members: List[_Change]) -> bool:
     """Whether change `c`, whose span starts at or after base line `lo`, meets the group
     of `members` over base[lo:hi] (rule steps 2 and 3)."""
     if c.top != hi:
-        return c.top < hi  # it shares a line with the group's span, or inserts inside it
-    # It touches the span's end: it meets a step-2 change there, or, if it inserts, one
-    # that inserts there (an insertion's place is anywhere in its span).
+        return c.top < hi  # its span shares a line with the group's, or it inserts inside it
+    # Its span touches the group's end: it meets a change of step 2 there, or, if both
+    # insert, the insertion there (an insertion's place is anywhere in its span).
     ending = [m for m in members if m.bottom == hi]
-    return any(m.copied is not None for m in ending) or c.copied is not None or (
-        c.lo == c.hi and any(m.lo == m.hi for m in ending))
+    either_copied = c.copied is not None or any(m.copied is not None for m in ending)
+    both_insert = c.lo == c.hi and any(m.lo == m.hi for m in ending)
+    return either_copied or both_insert
 
 
 def _apply(base: List[str], lo: int, hi: int, members: List[_Change], side: int) -> List[str]:
@@ -670,7 +696,7 @@ def _block(old: List[str], mine: List[str], yours: List[str], markers: tuple, wi
     """A conflict between ours' lines `mine` and theirs' `yours` over base's `old`; with
     style "merge" the lines both share stay outside the markers (rule step 6)."""
     start, middle, separator, end = markers
-    if with_base or mine == yours:  # (equal sides conflict only by rule step 4: base shows why)
+    if with_base or mine == yours:  # (equal sides conflict only by rule steps 4 and 5: base shows why)
         return [start, *mine, middle, *old, separator, *yours, end]
     if not mine or not yours:  # nothing shared (what get_hunks would say, sooner)
         return [start, *mine, separator, *yours, end]

@@ -643,6 +643,41 @@ def test_moves_among_lone_edits_diff_and_merge_symmetrically():
         assert forward.had_conflict or forward.merged == backward.merged
 
 
+def test_a_diff_that_broke_no_tie_is_the_same_read_backwards():
+    # What rule step 5's shortcut stands on: where _diff says it broke no tie, the texts
+    # reversed get the same hunks, reversed.
+    rng = random.Random(12)
+    untied = 0
+    for _ in range(4000):
+        alphabet = rng.choice([2, 3, 5, 20, 200])
+        a = [rng.randrange(alphabet) for _ in range(rng.randint(0, 30))]
+        b = moved(rng, a)
+        hunks, tied = diff3_module._diff(a, b)
+        backwards = [(len(a) - h.a_hi, len(a) - h.a_lo, len(b) - h.b_hi, len(b) - h.b_lo)
+                     for h in reversed(get_hunks(a[::-1], b[::-1]))]
+        assert tied or backwards == hunks, (a, b)
+        untied += not tied
+    assert untied > 1000
+
+def test_the_reversed_reading_skipped_where_no_tie_was_broken_changes_nothing(monkeypatch):
+    # diff3 reads the texts reversed only where a diff broke a tie (rule step 5); reading
+    # them reversed always must give the same merges.  (Few distinct lines and blank runs:
+    # where ties are; the merge of 6 of these cases changes if a hunk that could sit
+    # higher is not counted as a tie.)
+    rng = random.Random(5)
+    triples = []
+    for k in range(8000):
+        if k % 2:
+            base = random_text(rng, rng.choice(["ab", "abc", "a\n\n", ["", "", "x", "y"]]), most=15)
+            triples.append((base, mutate(rng, base), mutate(rng, base)))
+        else:
+            lines = [rng.choice(["", "x", "y", "z"]) for _ in range(rng.randint(0, 12))]
+            triples.append(tuple("".join(line + "\n" for line in text) for text in (lines, moved(rng, lines), moved(rng, lines))))
+    merges = [diff3(*triple) for triple in triples]
+    plain_diff = diff3_module._diff
+    monkeypatch.setattr(diff3_module, "_diff", lambda a, b: (plain_diff(a, b)[0], True))
+    assert [diff3(*triple) for triple in triples] == merges
+
 def test_properties_on_random_triples():
     rng = random.Random(20261202)
     for _ in range(3000):
