@@ -352,15 +352,15 @@ class MarkClient:
             got = self._exchange(verb, url, payload, doing, deadline)
             if got.kind == "answer":
                 break
-            if got.kind == "unsent":
+            if got.kind == "unsent":  # could not connect: error in every column
                 raise MarkError("transport", got.why)
-            if got.kind in ("closed", "lost") and expected_version is not None:
+            if got.kind in ("closed", "lost") and expected_version is not None:  # write with E: look
                 found = self._look_up(verb, path, body, expected_version, metadata)
                 if found is not None:
                     return found
             if got.kind == "lost" or (got.kind == "closed" and write and expected_version is None):
-                raise _failed(got.why, write, path)
-            # Refused, or closed unanswered (a read, or a write with E found not stored): again.
+                raise _failed(got.why, write, path)  # error for a read, landed? for a write
+            # Refused (every column), or closed (a read; a write with E not found): again.
             pause = got.retry_after if got.retry_after is not None else _backoff(tries)
             if tries == REFUSED_TRIES or time.monotonic() + pause >= deadline:
                 if got.kind == "refused":
@@ -472,10 +472,11 @@ class MarkClient:
 
 class _Exchange(NamedTuple):
     """What one exchange came to, a row of the module docstring's table: "answer"
-    (`response`), "refused" (not handled; `retry_after`: the seconds the server
-    asked for), "closed" (closed or reset before a byte of answer came), "lost"
-    (it went out and no usable answer came back) or "unsent" (it never reached
-    the server); `why` says it for an error."""
+    (`response`: a Mark answer, `server-error` included), "refused" (`retry_after`:
+    the seconds the server asked for), "closed" (before any answer, or reset
+    before its headers were whole), "unsent" (could not connect) or "lost": every
+    row from "reset mid-body" to "not a Mark response", which share their cells;
+    `why` says it for an error."""
 
     kind: str
     response: Optional[MarkResponse] = None
@@ -508,9 +509,9 @@ def _read_answer(http: requests.Response, doing: str) -> _Exchange:
             chunks.append(chunk)
     except urllib3_exceptions.ReadTimeoutError:  # _DeadlineSocket's socket.timeout, as urllib3 raises it
         return _Exchange("lost", why=f"{doing}: no whole answer within the timeout")
-    except (OSError, urllib3_exceptions.HTTPError) as error:
+    except (OSError, urllib3_exceptions.HTTPError) as error:  # a reset; 2.x: a short body, as ProtocolError
         return _Exchange("lost", why=f"{doing}: the answer was cut off ({type(error).__name__})")
-    if announced is not None and size != int(announced):
+    if announced is not None and size != int(announced):  # a short body, as urllib3 1.26 gives it
         return _Exchange("lost", why=f"{doing}: the answer was cut off ({size} of {announced} bytes)")
     chunked = "chunked" in http.headers.get("Transfer-Encoding", "").lower()
     return _parse_answer(b"".join(chunks), announced is not None or chunked, doing)
