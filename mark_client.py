@@ -398,8 +398,10 @@ class MarkClient:
             for version in range(expected_version + 1, last + 1):
                 if not self._holds_write(verb, path, version, body, metadata):
                     continue
-                if version == expected_version + 1:
-                    return MarkResponse("created", {"version": str(version), "looked-up": "true"}, "")
+                if version == expected_version + 1:  # `modified` from the version (cached: nothing sent)
+                    modified = self.fetch(path, version=version).metadata.get("modified", "")
+                    return MarkResponse("created", {"version": str(version), "modified": modified,
+                                                    "looked-up": "true"}, "")
                 return MarkResponse("conflict", {"server-version": str(version), "looked-up": "true",
                                                  "your-version": str(expected_version)}, "")
         except MarkError:

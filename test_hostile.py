@@ -440,6 +440,18 @@ def test_a_look_up_takes_only_a_version_with_every_metadata_key_the_write_sent(r
     assert got == ("conflict", {"server-version": "5", "looked-up": "true", "your-version": "3"}, "")
 
 
+def test_a_look_up_that_finds_the_write_where_it_belongs_answers_created_and_says_it_looked(raw):
+    cut_off = mark_answer(status="created", version=4)
+    server = scripted(raw, {
+        "PUBLISH /doc.md": http(cut_off[:len(cut_off) // 2], length=len(cut_off)),
+        "VERSIONS /doc.md": http(mark_answer(total=4, current=4)),
+        "FETCH /doc.md/v4": http(mark_answer("ours\n", version=4, modified="2026-12-05T02:00:00Z")),
+    })
+    got = MarkClient(server.url, token=TOKEN).publish("/doc.md", "ours\n", 3)
+    assert got == ("created", {"version": "4", "modified": "2026-12-05T02:00:00Z", "looked-up": "true"}, "")
+    assert len(server.requests) == 3
+
+
 def test_a_cached_version_has_no_current_version(raw):
     server = scripted(raw, {"FETCH /p/v7": http(mark_answer("seven\n", version=7, **{"current-version": 8}))})
     client = MarkClient(server.url)
