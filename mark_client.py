@@ -69,12 +69,11 @@ through `request`.  `_send` is this table, row by row.
 
 - again: sent again after a pause (`_backoff`; `Retry-After` instead when
   it is a number of seconds, at most 5 digits: an HTTP date is ignored),
-  over QUIC on a new connection, at most REFUSED_TRIES sends in all; a
-  pause that would end past the deadline is not taken.  Then
+  over QUIC on a new connection, at most REFUSED_TRIES sends in all.  After
+  the last, or at once when the pause would end past the deadline:
   MarkError("refused") for a refusal, and for a closed connection "error"
-  (a read) or "landed?" (a write).  A write with E
-  sent again cannot land twice: its `expected-version` makes a second
-  copy a conflict.
+  (a read) or "landed?" (a write).  A write with E sent again cannot land
+  twice: its `expected-version` makes a second copy a conflict.
 - look: `_look_up` reads VERSIONS and the versions after E (at most
   _LOOK_AHEAD), and takes the first that holds the write (`_holds_write`:
   its body, and every metadata key it sent with the same value) as the
