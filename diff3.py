@@ -247,11 +247,12 @@ def _diff(a: Sequence, b: Sequence) -> Tuple[List[Hunk], bool]:
         pairs = _unique_pairs(a, b, a_lo, a_hi, b_lo, b_hi)
         anchors = _longest_ascending(pairs)
         if not anchors:
-            kept = _myers(a, b, a_lo, a_hi, b_lo, b_hi)
-            hunks += _between([(a_lo - 1, b_lo - 1), *kept, (a_hi, b_hi)])
+            a_part, b_part = a[a_lo:a_hi], b[b_lo:b_hi]
+            kept = _myers(a_part, b_part)
+            hunks += _between([(a_lo - 1, b_lo - 1), *((a_lo + i, b_lo + j) for i, j in kept), (a_hi, b_hi)])
             # The texts reversed meet this stretch reversed: a tie if Myers pairs it otherwise there.
-            back = _myers(a[a_lo:a_hi][::-1], b[b_lo:b_hi][::-1], 0, a_hi - a_lo, 0, b_hi - b_lo)
-            tied = tied or kept != sorted((a_hi - 1 - i, b_hi - 1 - j) for i, j in back)
+            back = _myers(a_part[::-1], b_part[::-1])
+            tied = tied or kept != sorted((len(a_part) - 1 - i, len(b_part) - 1 - j) for i, j in back)
             continue
         tied = tied or len(anchors) < len(pairs)
         for gap in _between([(a_lo - 1, b_lo - 1), *anchors, (a_hi, b_hi)]):
@@ -301,13 +302,13 @@ def _longest_ascending(pairs: List[Tuple[int, int]]) -> List[Tuple[int, int]]:
     return longest[::-1]
 
 
-def _myers(a: Sequence, b: Sequence, a_lo: int, a_hi: int, b_lo: int, b_hi: int) -> List[Tuple[int, int]]:
-    """The pairs (i, j) a minimal diff of a[a_lo:a_hi] and b[b_lo:b_hi] keeps, by Myers'
-    O(ND) greedy search over the lines both hold (no other line can be kept); none (one
-    change) once the search takes over WORK_LIMIT steps."""
-    shared = set(a[a_lo:a_hi]).intersection(b[b_lo:b_hi])
-    xs = [i for i in range(a_lo, a_hi) if a[i] in shared]  # where those lines are
-    ys = [j for j in range(b_lo, b_hi) if b[j] in shared]
+def _myers(a: Sequence, b: Sequence) -> List[Tuple[int, int]]:
+    """The pairs (i, j) of equal lines a[i], b[j] a minimal diff of a and b keeps, in order,
+    by Myers' O(ND) greedy search over the lines both hold (no other line can be kept);
+    none (one change) once the search takes over WORK_LIMIT steps."""
+    shared = set(a).intersection(b)
+    xs = [i for i, line in enumerate(a) if line in shared]  # where those lines are
+    ys = [j for j, line in enumerate(b) if line in shared]
     n, m = len(xs), len(ys)
     # furthest[k]: how far along xs (x) the paths of d edits reach on diagonal k = x - y;
     # seen[d]: furthest as it was before round d, to walk the path back.
