@@ -59,7 +59,8 @@ What goes over the wire, request by request (E is `expected_version`, C
 the version a conflict names).  A FETCH /vN below is not sent when the
 client holds N: it read N by number before, or published N itself and was
 answered `ok` or `created` (so the version a merge just made is never
-fetched); the client keeps the last 64.  The newest number is always asked:
+fetched); the client keeps the last 64.  The newest number is always asked.
+test_repair.py plays each row:
 
     no race          PUBLISH at E -> ok or created
     landed after all PUBLISH at E -> conflict naming E + 1; FETCH /v(E+1) holds the body: ok

@@ -437,3 +437,50 @@ def test_a_section_write_without_a_version_merges_with_a_writer_during_the_call(
     both = theirs.replace("First.", "First, ours.")
     assert server.versions == [doc, theirs, both]
     assert (res.status, res.merged, res.base_version, res.their_version) == ("ok", True, 1, 2)
+
+
+# ------------------------------------------------------------ mark_publish's wire table, row by row
+
+def wire_table_row(fake, monkeypatch, row):
+    """Play one row of mark_publish's wire table: the requests its call sent, in order."""
+    monkeypatch.setattr(mp, "RETRY_PAUSE", 0)  # the pause is random; its length is not what is tested
+    rival = BASE.replace("Intro.", "Intro, theirs.")  # overlaps OURS
+    server = fake(*{"no race": [BASE], "landed after all": [BASE, OURS], "stale write": [BASE],
+                    "merge, overlap": [BASE, rival]}.get(row.split(":")[0], [BASE, THEIRS]))
+    mode, retries = {"fail": "fail", "candidate": "candidate", "stale write: fail": "fail"}.get(row, "merge"), 3
+    if row == "base gone":
+        server.gone = {1}
+    if row.startswith("lost again"):  # another writer while the base is read, and (with PUBLISHes left) one more
+        server.after_fetch = {"/p/v1": lands(THEIRS + "More.\n"), "/p/v3": lands(THEIRS + "Most.\n")}
+        retries = 1 if row == "lost again: no PUBLISH left" else 3
+    if row.startswith("stale write"):
+        server.race = [lands(THEIRS)]  # ours, at 1, is stored as 3 over their 2
+    expected = []
+    publish = server.publish
+    server.publish = lambda at, body: (expected.append(at), publish(at, body))[1]
+    with MarkClient(URL, token=TOKEN) as client:
+        mark_publish(client, "/p", OURS, 1, on_conflict=mode, max_retries=retries)
+    at = iter(expected)
+    return [f"{verb} {path}" + (f" at {next(at)}" if verb == "PUBLISH" else "") for verb, path in server.requests]
+
+
+WIRE_TABLE = {  # as mark_publish's docstring has it, with E = 1 and C = 2 (a stale write: C = 3, L = 2)
+    "no race": ["PUBLISH /p at 1"],
+    "landed after all": ["PUBLISH /p at 1", "FETCH /p/v2"],
+    "fail": ["PUBLISH /p at 1", "FETCH /p/v2"],
+    "candidate": ["PUBLISH /p at 1", "FETCH /p/v2", "FETCH /p/v1"],
+    "merge": ["PUBLISH /p at 1", "FETCH /p/v2", "FETCH /p/v1", "PUBLISH /p at 2"],
+    "merge, overlap": ["PUBLISH /p at 1", "FETCH /p/v2", "FETCH /p/v1"],
+    "base gone": ["PUBLISH /p at 1", "FETCH /p/v2", "FETCH /p/v1", "FETCH /p"],
+    "lost again": ["PUBLISH /p at 1", "FETCH /p/v2", "FETCH /p/v1", "PUBLISH /p at 2", "FETCH /p/v3",
+                   "FETCH /p", "FETCH /p/v4", "PUBLISH /p at 4"],
+    "lost again: no PUBLISH left": ["PUBLISH /p at 1", "FETCH /p/v2", "FETCH /p/v1", "PUBLISH /p at 2", "FETCH /p/v3"],
+    "stale write: fail": ["PUBLISH /p at 1", "FETCH /p/v3", "FETCH /p/v2", "PUBLISH /p at 3"],
+    "stale write: merge": ["PUBLISH /p at 1", "FETCH /p/v3", "FETCH /p/v1", "FETCH /p/v2", "PUBLISH /p at 3"],
+}
+
+
+@pytest.mark.parametrize("row", WIRE_TABLE)
+def test_each_row_of_the_wire_table(fake, monkeypatch, row):
+    assert wire_table_row(fake, monkeypatch, row) == WIRE_TABLE[row]
+    assert f"\n    {row.split(':')[0]:<16} " in mp.__doc__  # the docstring has the row
