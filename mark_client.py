@@ -250,8 +250,8 @@ class MarkClient:
             self._link.close()
 
     def fetch(self, path: str, version: Optional[int] = None) -> MarkResponse:
-        """FETCH the current document, or `version` of it (cached: versions never change;
-        a version this client published is known without a FETCH, with the metadata it sent).
+        """FETCH the current document, or `version` of it (cached, without `current-version`: versions
+        never change; a version this client published is known without a FETCH, with the metadata it sent).
 
         `path` is read as given: a "#" in it is part of the name (mark_sections's
         `fetch_section` reads one section).
