@@ -295,11 +295,8 @@ class MarkClient:
         """PUBLISH `body`; `expected_version` guards against overwriting newer writes.
 
         With `expected_version` E, an answer that is lost (or `server-error`,
-        which the real server can answer after storing) is looked up: this
-        body found as version E + 1 is answered `created`; found later, over
-        versions in between, it is the `conflict` the real server answers for
-        such a stale write (`server-version` names it).  The module
-        docstring's table says what each failure comes to.
+        which the real server can answer after storing) is looked up: the
+        module docstring's "look", and its table for what each failure comes to.
         """
         if expected_version is not None:
             check_int("expected_version", expected_version, minimum=0)
