@@ -821,6 +821,8 @@ def _appended(old: str, text: str) -> str:
 #     (1.26: HTTPConnectionPool._make_request; 2.x: HTTPConnection.getresponse);
 #   - http.client reading the answer through sock.makefile("rb"), a
 #     socket.SocketIO whose private _sock it calls recv_into on.
+# And _DeadlineConnect marks what HTTPConnection.connect() raised, which requests and
+# urllib3 keep in their exceptions' args or `reason` (`_causes` finds it).
 # test_hostile.py's trickling servers fail if any of these stops holding.
 
 class _DeadlineSocket:
