@@ -227,10 +227,11 @@ def get_hunks(a: Sequence, b: Sequence) -> List[Hunk]:
 
 
 def _diff(a: Sequence, b: Sequence) -> Tuple[List[Hunk], bool]:
-    """get_hunks(a, b), and whether it broke a tie: it chose one longest order of lines
-    that moved, or Myers' search pairs a stretch otherwise read backwards, or a hunk
-    could also sit higher.  If it broke none, the texts reversed get the same hunks
-    (reversed): nothing else in the diff depends on the direction."""
+    """get_hunks(a, b), and whether it broke a tie: the longest order of lines that moved,
+    or Myers' pairing of a stretch, is another one read backwards.  If it broke none, the
+    texts reversed get the same hunks, but that one which only inserts or only deletes
+    may sit higher among lines like its own; rule step 1 spans it over both places, so
+    the two readings' groups are the same."""
     hunks: List[Hunk] = []
     tied = False
     stretches = [(0, len(a), 0, len(b))]  # still to diff: a[a_lo:a_hi] against b[b_lo:b_hi]
@@ -254,12 +255,13 @@ def _diff(a: Sequence, b: Sequence) -> Tuple[List[Hunk], bool]:
             back = _myers(a_part[::-1], b_part[::-1])
             tied = tied or kept != sorted((len(a_part) - 1 - i, len(b_part) - 1 - j) for i, j in back)
             continue
-        tied = tied or len(anchors) < len(pairs)
+        if len(anchors) < len(pairs):  # lines moved: does the longest order read the same backwards?
+            back = _longest_ascending([(-i, -j) for i, j in reversed(pairs)])
+            tied = tied or anchors != [(-i, -j) for i, j in reversed(back)]
         for gap in _between([(a_lo - 1, b_lo - 1), *anchors, (a_hi, b_hi)]):
             # One with lines on both sides is a stretch to diff; else it only inserts or deletes.
             (stretches if gap.a_lo < gap.a_hi and gap.b_lo < gap.b_hi else hunks).append(gap)
-    hunks = _slide(a, b, sorted(hunks))
-    return hunks, tied or _rises(a, b, hunks)
+    return _slide(a, b, sorted(hunks)), tied
 
 
 def _between(pairs: List[Tuple[int, int]]) -> List[Hunk]:
@@ -363,20 +365,6 @@ def _slide(a: Sequence, b: Sequence, hunks: List[Hunk]) -> List[Hunk]:
                 down += 1
         out.append(Hunk(h.a_lo + down, h.a_hi + down, h.b_lo + down, h.b_hi + down))
     return out
-
-
-def _rises(a: Sequence, b: Sequence, hunks: List[Hunk]) -> bool:
-    """Whether a hunk that only inserts (or only deletes) could also sit a line higher:
-    the line before its lines of b (of a) equals their last, and it would not touch the
-    hunk before.  There the texts reversed put it."""
-    before = Hunk(-1, -1, -1, -1)
-    for h in hunks:
-        if h.a_lo == h.a_hi and h.b_lo - 1 > before.b_hi and b[h.b_lo - 1] == b[h.b_hi - 1]:
-            return True
-        if h.b_lo == h.b_hi and h.a_lo - 1 > before.a_hi and a[h.a_lo - 1] == a[h.a_hi - 1]:
-            return True
-        before = h
-    return False
 
 
 # ------------------------------------------------------------------- the merge

@@ -645,19 +645,30 @@ def test_moves_among_lone_edits_diff_and_merge_symmetrically():
 
 def test_a_diff_that_broke_no_tie_is_the_same_read_backwards():
     # What rule step 5's shortcut stands on: where _diff says it broke no tie, the texts
-    # reversed get the same hunks, reversed.
+    # reversed get the same hunks, reversed, but that one which only inserts or deletes
+    # may sit higher, the same lines moved (rule step 1 spans both places).
     rng = random.Random(12)
-    untied = 0
+    untied = slid = 0
     for _ in range(4000):
         alphabet = rng.choice([2, 3, 5, 20, 200])
         a = [rng.randrange(alphabet) for _ in range(rng.randint(0, 30))]
         b = moved(rng, a)
         hunks, tied = diff3_module._diff(a, b)
+        if tied:
+            continue
+        untied += 1
         backwards = [(len(a) - h.a_hi, len(a) - h.a_lo, len(b) - h.b_hi, len(b) - h.b_lo)
                      for h in reversed(get_hunks(a[::-1], b[::-1]))]
-        assert tied or backwards == hunks, (a, b)
-        untied += not tied
-    assert untied > 1000
+        assert len(backwards) == len(hunks), (a, b)
+        for (a_lo, a_hi, b_lo, b_hi), back in zip(hunks, backwards):
+            up = a_lo - back[0]
+            assert back == (a_lo - up, a_hi - up, b_lo - up, b_hi - up), (a, b)
+            if up:
+                slid += 1
+                assert a_lo == a_hi or b_lo == b_hi  # only a hunk that inserts or deletes
+                assert a[a_lo - up:a_hi] == a[a_lo - up:a_lo] + a[a_lo:a_hi] and \
+                    b[b_lo - up:b_hi - up] + b[b_hi - up:b_hi] == b[b_lo - up:b_hi]  # the same text
+    assert untied > 1000 and slid > 10
 
 def test_the_reversed_reading_skipped_where_no_tie_was_broken_changes_nothing(monkeypatch):
     # diff3 reads the texts reversed only where a diff broke a tie (rule step 5); reading
