@@ -44,30 +44,32 @@ base's, "=======", theirs' lines, ">>>>>>> theirs").  The rule:
 2. A change that removes a non-blank line base holds more than once, unless
    each line it removes became one like it (`_in_place`, as a ticked box),
    also spans every copy of that line between the nearest lines once in
-   base that the side keeps, and meets any change its span touches: which
-   copy went is not known (`_changes`, `_meets`).
-3. Changes meet when their spans share a base line, when one inserts
-   strictly inside the span of the other's group, when both insert and
-   their spans touch, or when one empties the document; changes that meet
-   form a group, clean when one side leaves its base lines as they were or
-   both make them alike, else a conflict (`_groups`, `_meets`, `_taken`).
-4. If the clean groups add a non-blank line more times than ours' changes
-   do and more than theirs' do, each clean group holding it is a conflict,
-   since both may have added it (`_doubled`).
+   base that no hunk of the side changes, and meets any change its span
+   touches: which copy went is not known (`_changes`, `_meets`).
+3. A change meets a group (of either side's changes) when its span shares
+   a base line with the group's span or inserts inside it, when both insert
+   where their spans touch, or when one side empties the document; changes
+   that meet form one group over the base lines their spans cover, clean
+   when one side leaves those lines as they were or both make them alike,
+   else a conflict (`_groups`, `_meets`, `_taken`).
+4. If the clean groups add a non-blank line (its ending aside) more times
+   than ours' changes do and more than theirs' do, each clean group holding
+   it is a conflict, since both may have added it (`_doubled`).
 5. Steps 1-4 run again on the texts reversed; wherever the two readings'
    groups differ, the base lines between the nearest firm lines (both sides
    keep them in both readings, each reading pairs them alike, no group
    spans them) are clean if both readings write them alike without
    conflict, and else one conflict (`_readings`, `_doubts`).
-6. Conflicts with no base line between them are one block; with
-   style="merge" the lines both sides of a block share stay outside its
-   markers, as in git's "zealous" merge, but a block whose sides are equal
-   (steps 4 and 5 make those) shows base's lines instead (`_block`).
+6. Conflicts that follow each other with no base line between them are one
+   block; with style="merge" the lines both sides of a block share stay
+   outside its markers, as in git's "zealous" merge, but a block whose sides
+   are equal (steps 4 and 5 make those) shows base's lines too, as
+   style="diff3" does (`_block`).
 
 `explain()` (or `mark-diff3 --explain`) gives, for each conflict, the lines
-of the merge it spans and the step that made it.  Where the rule and git's merge differ: edits of
-neighbouring lines merge, and a line both sides add at different places
-conflicts (step 4):
+of the merge it spans and the step that made it.  Where the rule and git's
+merge differ: edits of neighbouring lines merge, and a line both sides add
+at different places conflicts (step 4):
 
     >>> diff3("a\\nb\\nc\\n", "a\\nB\\nc\\n", "a\\nb\\nC\\n").merged
     'a\\nB\\nC\\n'
@@ -112,12 +114,12 @@ import sys
 from collections import Counter
 from itertools import chain
 from operator import methodcaller
-from typing import Dict, List, NamedTuple, NoReturn, Optional, Sequence, Tuple
+from typing import Dict, List, NamedTuple, NoReturn, Optional, Sequence, Tuple, Union
 
 __version__ = "0.3.0"  # the release this file is from; vendored copies keep saying it
 __all__ = ["diff3", "explain", "Merge", "Conflict", "get_hunks", "split_lines", "join_lines", "main", "WORK_LIMIT"]
 
-WORK_LIMIT = 200_000  # steps (lines compared, diagonals tried) Myers' search may take for one stretch
+WORK_LIMIT = 200_000  # steps (diagonals tried, equal lines followed) Myers' search may take for one stretch
 
 
 class Merge(NamedTuple):
@@ -139,7 +141,7 @@ class Hunk(NamedTuple):  # a[a_lo:a_hi] became b[b_lo:b_hi]
 
 
 def diff3(base: str, ours: str, theirs: str, *, style: str = "merge",
-          labels: Sequence[str] = ("ours", "base", "theirs")) -> Merge:
+          labels: Union[Tuple[str, str, str], List[str]] = ("ours", "base", "theirs")) -> Merge:
     """Merge the changes from `base` to `ours` and from `base` to `theirs`.
 
     Returns `Merge(merged, had_conflict)`.  `style="diff3"` also shows the
@@ -152,7 +154,7 @@ def diff3(base: str, ours: str, theirs: str, *, style: str = "merge",
 
 
 def explain(base: str, ours: str, theirs: str, *, style: str = "merge",
-            labels: Sequence[str] = ("ours", "base", "theirs")) -> List[Conflict]:
+            labels: Union[Tuple[str, str, str], List[str]] = ("ours", "base", "theirs")) -> List[Conflict]:
     """Why `diff3(base, ours, theirs, ...)` conflicts where it does: a `Conflict` for
     each run of conflict blocks, with the lines of the merge it spans and the reason."""
     return _diff3(base, ours, theirs, style, labels)[1]
@@ -232,7 +234,7 @@ def _diff(a: Sequence, b: Sequence) -> Tuple[List[Hunk], bool]:
     texts reversed get the same hunks, but that one which only inserts or only deletes
     may sit higher among lines like its own; rule step 1 spans it over both places, so
     the two readings' groups are the same."""
-    hunks: List[Hunk] = []
+    hunks: List[Tuple[int, int, int, int]] = []  # (a_lo, a_hi, b_lo, b_hi), made Hunks at the end
     tied = False
     stretches = [(0, len(a), 0, len(b))]  # still to diff: a[a_lo:a_hi] against b[b_lo:b_hi]
     while stretches:
@@ -243,14 +245,14 @@ def _diff(a: Sequence, b: Sequence) -> Tuple[List[Hunk], bool]:
             a_hi, b_hi = a_hi - 1, b_hi - 1
         if a_lo == a_hi or b_lo == b_hi or set(a[a_lo:a_hi]).isdisjoint(b[b_lo:b_hi]):
             # All inserted, all deleted, or no line in both: one change (or nothing left).
-            hunks += [Hunk(a_lo, a_hi, b_lo, b_hi)] if a_lo < a_hi or b_lo < b_hi else []
+            hunks += [(a_lo, a_hi, b_lo, b_hi)] if a_lo < a_hi or b_lo < b_hi else []
             continue
         pairs = _unique_pairs(a, b, a_lo, a_hi, b_lo, b_hi)
         anchors = _longest_ascending(pairs)
         if not anchors:
             a_part, b_part = a[a_lo:a_hi], b[b_lo:b_hi]
             kept = _myers(a_part, b_part)
-            hunks += _between([(a_lo - 1, b_lo - 1), *((a_lo + i, b_lo + j) for i, j in kept), (a_hi, b_hi)])
+            hunks += _between(a, b, [(a_lo - 1, b_lo - 1), *((a_lo + i, b_lo + j) for i, j in kept), (a_hi, b_hi)])
             # The texts reversed meet this stretch reversed: a tie if Myers pairs it otherwise there.
             back = _myers(a_part[::-1], b_part[::-1])
             tied = tied or kept != sorted((len(a_part) - 1 - i, len(b_part) - 1 - j) for i, j in back)
@@ -258,15 +260,16 @@ def _diff(a: Sequence, b: Sequence) -> Tuple[List[Hunk], bool]:
         if len(anchors) < len(pairs):  # lines moved: does the longest order read the same backwards?
             back = _longest_ascending([(-i, -j) for i, j in reversed(pairs)])
             tied = tied or anchors != [(-i, -j) for i, j in reversed(back)]
-        for gap in _between([(a_lo - 1, b_lo - 1), *anchors, (a_hi, b_hi)]):
+        for gap in _between(a, b, [(a_lo - 1, b_lo - 1), *anchors, (a_hi, b_hi)]):
             # One with lines on both sides is a stretch to diff; else it only inserts or deletes.
-            (stretches if gap.a_lo < gap.a_hi and gap.b_lo < gap.b_hi else hunks).append(gap)
-    return _slide(a, b, sorted(hunks)), tied
+            (stretches if gap[0] < gap[1] and gap[2] < gap[3] else hunks).append(gap)
+    return _slide(a, b, [Hunk(*hunk) for hunk in sorted(hunks)]), tied
 
 
-def _between(pairs: List[Tuple[int, int]]) -> List[Hunk]:
-    """The gaps (i + 1, x, j + 1, y) between consecutive pairs (i, j), (x, y) of kept lines."""
-    return [Hunk(i + 1, x, j + 1, y) for (i, j), (x, y) in zip(pairs, pairs[1:]) if x > i + 1 or y > j + 1]
+def _between(a: Sequence, b: Sequence, pairs: List[Tuple[int, int]]) -> List[Tuple[int, int, int, int]]:
+    """The gaps (i + 1, x, j + 1, y) between consecutive pairs (i, j), (x, y) of kept lines
+    where a[i + 1:x] and b[j + 1:y] differ."""
+    return [(i + 1, x, j + 1, y) for (i, j), (x, y) in zip(pairs, pairs[1:]) if a[i + 1:x] != b[j + 1:y]]
 
 
 def _unique_pairs(a: Sequence, b: Sequence, a_lo: int, a_hi: int, b_lo: int, b_hi: int) -> List[Tuple[int, int]]:
@@ -280,7 +283,8 @@ def _unique_pairs(a: Sequence, b: Sequence, a_lo: int, a_hi: int, b_lo: int, b_h
 
 def _longest_ascending(pairs: List[Tuple[int, int]]) -> List[Tuple[int, int]]:
     """The longest subsequence of `pairs` (ascending in their first number) whose
-    second numbers ascend too, by patience sorting; of several, the one ending last."""
+    second numbers ascend too, by patience sorting; of several, the one whose last pair
+    comes last in `pairs`."""
     second = [j for _, j in pairs]
     if second == sorted(second):
         return pairs  # (where no line moved, at C speed)
@@ -307,7 +311,7 @@ def _longest_ascending(pairs: List[Tuple[int, int]]) -> List[Tuple[int, int]]:
 def _myers(a: Sequence, b: Sequence) -> List[Tuple[int, int]]:
     """The pairs (i, j) of equal lines a[i], b[j] a minimal diff of a and b keeps, in order,
     by Myers' O(ND) greedy search over the lines both hold (no other line can be kept);
-    none (one change) once the search takes over WORK_LIMIT steps."""
+    none (one change) if a round of the search ends over WORK_LIMIT steps."""
     shared = set(a).intersection(b)
     xs = [i for i, line in enumerate(a) if line in shared]  # where those lines are
     ys = [j for j, line in enumerate(b) if line in shared]
@@ -432,8 +436,8 @@ def _readings(base: List[str], ours: List[str], theirs: List[str]) -> List[_Grou
     n = len(base)
     back_hunks = [get_hunks(base[::-1], ours[::-1]), get_hunks(base[::-1], theirs[::-1])]
     # Turned back: line i of a reversed text of length n is line n - 1 - i.
-    backward = [_Group(n - g.hi, n - g.lo, g.mine[::-1], g.yours[::-1], g.taken and g.taken[::-1], g.why)
-                for g in reversed(_reading(base[::-1], ours[::-1], theirs[::-1], back_hunks))]
+    backward = [_Group(n - g.hi, n - g.lo, g.mine[::-1], g.yours[::-1], None if g.taken is None else g.taken[::-1],
+                       g.why) for g in reversed(_reading(base[::-1], ours[::-1], theirs[::-1], back_hunks))]
     places = [_Places(hunks) for hunks in (
         ours_hunks, theirs_hunks,
         [Hunk(n - h.a_hi, n - h.a_lo, len(ours) - h.b_hi, len(ours) - h.b_lo) for h in reversed(back_hunks[0])],
@@ -527,7 +531,8 @@ def _lines(lo: int, hi: int) -> str:
 def _reading(base: List[str], ours: List[str], theirs: List[str], hunks: List[List[Hunk]]) -> List[_Group]:
     """One reading's groups (rule steps 1-4), from the hunks of ours and of theirs."""
     in_base = Counter(base)
-    changes = sorted(_changes(base, ours, OURS, hunks[0], in_base) + _changes(base, theirs, THEIRS, hunks[1], in_base))
+    changes = sorted(_changes(base, ours, OURS, hunks[0], in_base) + _changes(base, theirs, THEIRS, hunks[1], in_base),
+                     key=lambda c: (c.top, c.bottom, c.side))  # by span, ours first
     groups = []
     for lo, hi, members in _groups(base, changes):
         mine, yours = _apply(base, lo, hi, members, OURS), _apply(base, lo, hi, members, THEIRS)
@@ -557,7 +562,7 @@ def _changes(base: List[str], lines: List[str], side: int, hunks: List[Hunk], in
             doubtful[k] = repeated
     if not doubtful:
         return changes
-    # Where the lines once in base are that the side keeps (no change of it touches).
+    # Where the lines once in base are that no hunk of the side changes.
     once = [in_base[line] == 1 for line in base]
     for c in changes:
         once[c.lo:c.hi] = [False] * (c.hi - c.lo)
@@ -594,6 +599,7 @@ def _groups(base: List[str], changes: List[_Change]) -> List[Tuple[int, int, Lis
             k -= 1
         met = [n for n in range(k, len(groups)) if _meets(c, *groups[n])]
         if met:
+            # The groups from the first it meets on (those after it end where it starts) become one.
             joined = [m for group in groups[met[0]:] for m in group[2]] + [c]
             groups[met[0]:] = [[groups[met[0]][0], max(groups[-1][1], c.bottom), joined]]
         else:
