@@ -32,14 +32,16 @@ while it arrives), not compressed, as long as its Content-Length says
 (else chunked, or carrying a `content-hash`), its body matching its
 `content-hash`.
 
-`timeout` (seconds) is the deadline of one request: its connect, every
-read of its answer (status line and headers included, so a server that
-drips its answer is cut off: see the deadline's section at the end of this
-file) and its resends after refusals all fit in it; sending is bounded per
-write to the socket, not in all.  It is not a limit for a whole call:
-`fetch(path)` sends two requests, and a look-up sends a VERSIONS and up to
-_LOOK_AHEAD FETCHes (an APPEND's, one more: the version before the first),
-each with a `timeout` of its own.  No thread is started for it.
+`timeout` (seconds) is the deadline of one request, set before its first
+send: its connect, every read of its answer (status line and headers
+included, so a server that drips its answer is cut off: see the deadline's
+section at the end of this file) and its resends all fit in it; sending is
+bounded per write to the socket, not in all.  A look-up's time counts
+against it, though its own requests (a VERSIONS and up to _LOOK_AHEAD
+FETCHes; an APPEND's, one more: the version before the first) each have a
+deadline of their own and may end past it.  Nor is it a limit for a whole
+call: `fetch(path)` sends up to two requests (the second reads a version
+by number, which the cache may answer).  No thread is started for it.
 
 What a request can meet, and what the client does.  A read is FETCH, LIST
 or VERSIONS; a write with E is `publish(..., expected_version=E)` or
@@ -70,9 +72,9 @@ through `request`.  `_send` is this table, row by row.
 - again: sent again after a pause (`_backoff`; `Retry-After` instead when
   it is a number of seconds, at most 5 digits: an HTTP date is ignored),
   over QUIC on a new connection, at most REFUSED_TRIES sends in all.  After
-  the last, or at once when the pause would end past the deadline:
-  MarkError("refused") for a refusal, and for a closed connection "error"
-  (a read) or "landed?" (a write).  A write with E sent again cannot land
+  the last, or at once when the pause would end past the deadline (a slow
+  look-up can leave no time): MarkError("refused") for a refusal, and for a
+  closed connection "error" (a read) or "landed?" (a write).  A write with E sent again cannot land
   twice: its `expected-version` makes a second copy a conflict.
 - look: `_look_up` reads VERSIONS and the versions after E (at most
   _LOOK_AHEAD), and takes the first that holds the write (`_holds_write`:
@@ -85,6 +87,8 @@ through `request`.  `_send` is this table, row by row.
 - error: MarkError("transport"), `may_have_landed` False.
 - landed?: MarkError("transport") with `may_have_landed` True: the write
   went out and whether it was stored is unknown; fetch before retrying.
+  (The `created` row: the server says it stored the write, but as a
+  version the request rules out.)
 - returned: the answer, as a MarkResponse.
 
 test_failures.py plays each cell over HTTP.  Over QUIC (mark_quic.py) a
@@ -95,9 +99,10 @@ read is first sent once more on a new connection.
 Versions are immutable, so a version read by number (`fetch(path,
 version=N)`, a look-up's reads included) is cached, the last
 _CACHED_VERSIONS, without its `current-version` (which changes: a cached
-answer has none); and so is a version this client published with
-`expected_version` and saw answered `ok` or `created`: as it sent it (its
-body, its metadata and `version`, no more).
+answer has none); and so is a version this client PUBLISHed with
+`expected_version` and the server answered `ok` or `created` (not an
+APPEND, not a look-up's made-up answer): as it sent it (its body, its
+metadata and `version`: no `modified`, nor any key the server adds).
 """
 
 from __future__ import annotations
@@ -157,9 +162,10 @@ class MarkError(Exception):
     """What went wrong, as a script branches on it.
 
     `status` is a Mark error status the server answered ("not-found",
-    "not-permitted", ...; raised by mark_publish, not by this client), or:
-    "transport" (no usable answer came back, or one the request rules
-    out: see the module docstring's table), "refused" (the server kept
+    "not-permitted", ...: `from_response` makes these, for mark_publish and
+    mark_sections; this client returns them), or: "transport" (no usable
+    answer came back, or one the request rules out: see the module
+    docstring's table; or `MarkResponse.number` found no number), "refused" (the server kept
     refusing the request without handling it: try again later),
     "overwritten" (raised by mark_publish: a version the server overwrote
     could not be restored; `metadata["lost-version"]` names it).
@@ -251,7 +257,8 @@ class MarkClient:
 
     def fetch(self, path: str, version: Optional[int] = None) -> MarkResponse:
         """FETCH the current document, or `version` of it (cached, without `current-version`: versions
-        never change; a version this client published is known without a FETCH, with the metadata it sent).
+        never change; a version this client PUBLISHed is known without a FETCH, with only the metadata
+        it sent and `version`: no `modified`, nor any key the server adds).
 
         `path` is read as given: a "#" in it is part of the name (mark_sections's
         `fetch_section` reads one section).
@@ -297,6 +304,9 @@ class MarkClient:
         With `expected_version` E, an answer that is lost (or `server-error`,
         which the real server can answer after storing) is looked up: the
         module docstring's "look", and its table for what each failure comes to.
+        A look-up's answer is made here, not sent: `looked-up: true`, an
+        empty body, and `created` (`version`, `modified`) or `conflict`
+        whose `server-version` holds the write and need not be the newest.
         """
         if expected_version is not None:
             check_int("expected_version", expected_version, minimum=0)
@@ -359,10 +369,13 @@ class MarkClient:
             # Refused (every column), or closed (a read; a write with E not found): again.
             pause = got.retry_after if got.retry_after is not None else _backoff(tries)
             if tries == REFUSED_TRIES or time.monotonic() + pause >= deadline:
+                stop = "" if tries == REFUSED_TRIES else f" (no time left for another within {self.timeout:g} s)"
                 if got.kind == "refused":
-                    raise MarkError("refused", f"{doing}: the server refused the request {tries} times "
+                    raise MarkError("refused", f"{doing}: the server refused the request {tries} times{stop} "
                                                "without handling it (over its rate limit?); try again later")
-                raise _failed(f"{doing}: the connection closed without an answer, {tries} times", write, path)
+                looked = "" if expected_version is None else "; a look-up did not find the write"
+                raise _failed(f"{doing}: the connection closed without an answer, {tries} times{stop}{looked}",
+                              write, path)
             time.sleep(pause)
         response = got.response
         if expected_version is None:

@@ -194,3 +194,15 @@ def test_the_docstring_holds_the_table_these_tests_play():
             "`server-error`", "`created` as a version"]
     table = mc.__doc__[mc.__doc__.index("    failure "):]
     assert all(f"\n    {row}" in table for row in rows)
+
+
+def test_a_write_given_up_on_says_the_look_up_found_nothing_and_no_time_was_left(monkeypatch):
+    monkeypatch.setattr(mc, "_backoff", lambda tries: 60.0)  # the pause would end past the deadline
+    server = Server("closed", False)
+    try:
+        with MarkClient(server.url, token=TOKEN, timeout=5) as client, pytest.raises(MarkError) as caught:
+            client.publish("/p", WRITE, expected_version=1)
+    finally:
+        server.close()
+    assert caught.value.may_have_landed and server.sends(("PUBLISH", "/p")) == 1
+    assert "1 times (no time left for another within 5 s); a look-up did not find the write" in str(caught.value)
