@@ -76,9 +76,9 @@ test_repair.py plays each row:
     stale write      PUBLISH at A -> conflict C > A + 1 and FETCH /vC holds the body: it was
                      stored over L = C - 1.  Merge mode: FETCH /vA, FETCH /vL; PUBLISH
                      diff3(A, L, C) at C if clean.  Else, any mode: FETCH /vL; PUBLISH
-                     L's body at C (the undo); the mode's answer (/vA gone: base-
-                     unavailable).  A: E for the call's first PUBLISH, else the
-                     version the merge round read
+                     L's body at C (the undo); the mode's answer (/vA gone: the undo;
+                     A = E: then base-unavailable).  A: E for the call's first
+                     PUBLISH, else the version the merge round read
 
 Version 0 is the empty document, never fetched.
 
@@ -113,7 +113,10 @@ needs `diff3.py` and `mark_client.py` (and `requests`) beside it, and
 What it asks of the client (mark_client.py): `publish(path, body,
 expected_version, metadata)`, `fetch(path, version=N)` for every body,
 `request("FETCH", path)` for the newest version's number only,
-`versions` and `append` (`mark_append`), and `timeout`.
+`versions` and `append` (`mark_append`), and `timeout`.  A PUBLISH whose
+answer is lost and that the client's look-up does not find raises
+MarkError("transport", may_have_landed=True) out of every call here: it
+is not answered `conflict`.
 """
 
 from __future__ import annotations
@@ -136,9 +139,10 @@ __all__ = [
     "main",
 ]
 
-# After a lost race, a merge waits up to this long, then twice as long, and so on (at random:
-# writers that lost together do not come back together), while the call, its requests included,
-# stays within `timeout` seconds of its start; a pause that would end later is skipped (`_step_aside`).
+# After a lost race, a merge waits at random (writers that lost together do not come back together)
+# up to RETRY_PAUSE * 2 ** (n - 1) seconds, n the PUBLISHes the call's budget has spent (mark_publish's
+# first included); a pause that would end over `timeout` seconds after the call began is skipped
+# (`_step_aside`).  Requests are not bounded by it: each has its own deadline.
 # `python bench.py publish` at 8 writers: 0.02 s escalates ~35% of edits, 0.3 s ~1%.
 RETRY_PAUSE = 0.3
 
@@ -192,15 +196,15 @@ def mark_publish(
 
     "fail" returns the conflict; "merge" merges and publishes the merge;
     "candidate" merges and publishes no merge, for the caller to read it
-    first.  In every mode a stale write of the call's own is put back
-    first, which may publish (an undo; see the module docstring).  At most
+    first.  In every mode a stale write of the call's own is put back,
+    which publishes (an undo, or in merge mode a merge of what it
+    overwrote: "Stale writes" in the module docstring).  At most
     1 + `max_retries` PUBLISHes, repairs included.
     Raises `MarkError` for a Mark error status answered to a PUBLISH or to
-    a FETCH of a body it needs, for transport failures, and ("overwritten")
-    for another writer's version it could not restore.  Not errors: a
-    version it cannot read while asking whether it is the call's write
-    counts as not the call's, and a base answered `not-found` is
-    `reason: base-unavailable`.
+    a FETCH of a body it needs (C included, but in "fail" mode, where
+    unreadable it counts as not the call's write), for transport failures,
+    and ("overwritten") for another writer's version it could not restore.
+    A base answered `not-found` is `reason: base-unavailable`.
     """
     _check_publish(path, body, expected_version, max_retries, on_conflict)
     budget = _Budget(1 + max_retries, client.timeout)
@@ -275,14 +279,14 @@ def publish_edit(
     max_retries: int = 3,
     metadata: Optional[Dict[str, str]] = None,
 ) -> PublishResult:
-    """PUBLISH `edit(body of version)` against `version`; after a lost race, `edit` of the version the
-    conflict names (of the newest after a pause, when yet another writer came in), as the merge loop does.
+    """PUBLISH `edit(body of version)` against `version`; after a lost race, `edit` of the newest
+    version, read after a pause (with no time left for it: of the version the conflict names).
 
     `edit` returns the text to publish and whether it holds an overlap (a
     text with conflict markers, published never).  At most 1 + `max_retries`
     PUBLISHes.  Answers as `mark_publish(..., on_conflict="merge")` does,
-    with `base_version` and `your_version` set to `version`; a clean answer
-    is `merged: true` with the published `body`.
+    with `base_version` (`ok`) or `your_version` (`conflict`) set to
+    `version`; a clean answer is `merged: true` with the published `body`.
     """
     check_path(path)
     check_int("version", version, minimum=0)
@@ -294,9 +298,14 @@ def publish_edit(
 
 def mark_append(client: MarkClient, path: str, body: str,
                 expected_version: Optional[int] = None) -> PublishResult:
-    """APPEND `body` to the end of the document; never merges.
+    """APPEND `body` to the end of the document, with no `_Budget`; never merges.
 
     With no `expected_version` (or 0), the current version is read first.
+    A `conflict` can name a version that holds this APPEND, stored late
+    over another writer's version, which it dropped (a stale write; the
+    client's look-up answers it so too): mark_append neither checks nor
+    puts it back.  Fetch `current_version` before appending again, or the
+    entry may be there twice.
     """
     check_path(path)
     check_str("body", body)
@@ -338,7 +347,8 @@ class _Outcome(NamedTuple):
 class _Budget:
     """The PUBLISHes a call has left, and until when it may pause between them.
 
-    Each public entry point that PUBLISHes makes one, first thing, and every
+    Each public entry point that PUBLISHes (not `mark_append`, which APPENDs
+    once) makes one, first thing, and every
     PUBLISH it sends, its first and its repairs included, goes through `publish`, so
     that no path can send more than the call was given: 1 + `max_retries`
     for `mark_publish` and `publish_edit`, `max_retries` for
@@ -465,18 +475,20 @@ def _repair(client: MarkClient, path: str, edit: Callable[[str], Tuple[str, bool
 
     The merge loop publishes L's own change (from `sent.against` to L)
     onto the latest version.  Where that overlaps while the latest is still
-    `stale`, `_undo` publishes L's exact body again, and the merge loop goes
-    on with `edit` from there.  Otherwise MarkError("overwritten") names L.
+    `stale`, or `sent.against` is gone, `_undo` publishes L's exact body
+    again, and the merge loop goes on with `edit` from there.  Otherwise
+    MarkError("overwritten") names L.
     """
     lost = stale - 1
-    put_back = _change(_body(client, path, sent.against), _body(client, path, lost))
-    back = _publish_loop(client, path, put_back, stale, None, budget, metadata)
-    if back.kind == "ok":
-        return back._replace(repaired=lost)
-    if back.kind == "contention":
-        raise _overwritten(path, lost, "no PUBLISH was left to put it back")
-    if back.version != stale:
-        raise _overwritten(path, lost, "it meets a version built on ours since")
+    base = _base(client, path, sent.against)
+    if base is not None:
+        back = _publish_loop(client, path, _change(base, _body(client, path, lost)), stale, None, budget, metadata)
+        if back.kind == "ok":
+            return back._replace(repaired=lost)
+        if back.kind == "contention":
+            raise _overwritten(path, lost, "no PUBLISH was left to put it back")
+        if back.version != stale:
+            raise _overwritten(path, lost, "it meets a version built on ours since")
     undone = _undo(client, path, lost, stale, budget, metadata)
     return _publish_loop(client, path, edit, undone, None, budget, metadata)._replace(repaired=lost)
 

@@ -224,6 +224,19 @@ def test_a_stale_merge_is_repaired_too(fake, client):
     assert (res.status, res.version, res.repaired) == ("ok", len(server.versions), 3)
 
 
+def test_a_stale_merge_is_undone_when_the_version_it_was_made_against_is_gone(fake, client, monkeypatch):
+    # This raised not-found, naming neither v3 nor that it had been overwritten.
+    monkeypatch.setattr(mc, "_CACHED_VERSIONS", 0)  # v2, read a round ago, has left the cache
+    later = THEIRS.replace("Middle.", "Middle, third.")
+    server = fake(BASE, THEIRS)
+    server.race = [lands(later)]  # our merge, sent against v2, lands as v4 over v3
+    server.after_fetch = {"/p/v4": lambda fake: fake.gone.add(2)}  # and the server lets v2 go
+    res = mark_publish(client, "/p", OURS, 1, on_conflict="merge")
+    everything = later.replace("Intro.", "Intro, ours.")
+    assert server.versions[4:] == [later, everything]  # v5 is v3 again (the undo), v6 ours merged onto it
+    assert (res.status, res.version, res.repaired) == ("ok", 6, 3)
+
+
 def test_a_server_error_after_storing_is_found_and_repaired(fake, client):
     server = fake(BASE)
     server.race = [lands(THEIRS)]
