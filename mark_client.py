@@ -73,9 +73,10 @@ through `request`.  `_send` is this table, row by row.
   it is a number of seconds, at most 5 digits: an HTTP date is ignored),
   over QUIC on a new connection, at most REFUSED_TRIES sends in all.  After
   the last, or at once when the pause would end past the deadline (a slow
-  look-up can leave no time): MarkError("refused") for a refusal, and for a
-  closed connection "error" (a read) or "landed?" (a write).  A write with E sent again cannot land
-  twice: its `expected-version` makes a second copy a conflict.
+  look-up can leave no time): MarkError("refused") for a refusal, and for
+  a closed connection "error" (a read) or "landed?" (a write).  A write
+  with E sent again cannot land twice: its `expected-version` makes a
+  second copy a conflict.
 - look: `_look_up` reads VERSIONS and the versions after E (at most
   _LOOK_AHEAD), and takes the first that holds the write (`_holds_write`:
   its body, and every metadata key it sent with the same value) as the
@@ -165,10 +166,11 @@ class MarkError(Exception):
     "not-permitted", ...: `from_response` makes these, for mark_publish and
     mark_sections; this client returns them), or: "transport" (no usable
     answer came back, or one the request rules out: see the module
-    docstring's table; or `MarkResponse.number` found no number), "refused" (the server kept
-    refusing the request without handling it: try again later),
-    "overwritten" (raised by mark_publish: a version the server overwrote
-    could not be restored; `metadata["lost-version"]` names it).
+    docstring's table; or `MarkResponse.number` found no number),
+    "refused" (the server kept refusing the request without handling it:
+    try again later), "overwritten" (raised by mark_publish: a version the
+    server overwrote could not be restored; `metadata["lost-version"]`
+    names it).
     `may_have_landed`: a write went out and whether it was stored is
     unknown (for "overwritten": it was): fetch before retrying.
     """

@@ -298,7 +298,7 @@ def publish_edit(
 
 def mark_append(client: MarkClient, path: str, body: str,
                 expected_version: Optional[int] = None) -> PublishResult:
-    """APPEND `body` to the end of the document, with no `_Budget`; never merges.
+    """APPEND `body` to the end of the document, once; never merges.
 
     With no `expected_version` (or 0), the current version is read first.
     A `conflict` can name a version that holds this APPEND, stored late
@@ -347,12 +347,12 @@ class _Outcome(NamedTuple):
 class _Budget:
     """The PUBLISHes a call has left, and until when it may pause between them.
 
-    Each public entry point that PUBLISHes (not `mark_append`, which APPENDs
-    once) makes one, first thing, and every
-    PUBLISH it sends, its first and its repairs included, goes through `publish`, so
-    that no path can send more than the call was given: 1 + `max_retries`
-    for `mark_publish` and `publish_edit`, `max_retries` for
-    `after_conflict` (its caller sent the first) and `merge_and_publish`.
+    Each public entry point that PUBLISHes (not `mark_append`: one APPEND)
+    makes one, first thing, and every PUBLISH it sends, its first and its
+    repairs included, goes through `publish`, so that no path can send more
+    than the call was given: 1 + `max_retries` for `mark_publish` and
+    `publish_edit`, `max_retries` for `after_conflict` (its caller sent the
+    first) and `merge_and_publish`.
     `until`: the end of the call's pauses, `timeout` seconds after it began.
     """
 
