@@ -18,8 +18,8 @@ the diff made arbitrarily.  So the merge is made twice, once on the texts
 as they are and once on the texts with their lines in reverse order, which
 breaks every tie of the diff the other way; where the two readings write
 different text, or either conflicts, the merge conflicts there.  (Where no
-diff broke a tie, the second reading is the first one reversed, so it is
-not made: `_diff` says whether a diff broke one.)
+diff broke a tie, the second reading would give the same groups, so it is
+not made: `_diff` says whether a diff broke one, and why that suffices.)
 
 The two-way diff (`get_hunks`) is Bram Cohen's patience diff, plainly:
 the lines both texts share at the start and end of a stretch are matched,
@@ -29,8 +29,8 @@ stretch with no line in both is one change; one with no line once in each
 gets Myers' minimal diff, unless finding it takes more than WORK_LIMIT
 steps, and then it is one change (so the limit can turn a clean merge into
 a conflict, never into another clean merge).  Then a hunk that only inserts
-or only deletes moves down while the line after it equals its first
-(`_slide`), so one change has one place.
+or only deletes moves down while the line after it equals its first, short
+of touching the next hunk (`_slide`).
 
 The merge takes a change one side made to base, takes the same change made
 by both once, and writes changes of the two sides that meet as a conflict
@@ -42,19 +42,22 @@ base's, "=======", theirs' lines, ">>>>>>> theirs").  The rule:
    equal a line it removes or adds: the diff could have put it anywhere
    among them (`_changes`).
 2. A change that removes a non-blank line base holds more than once, unless
-   each line it removes became one like it (`_in_place`, as a ticked box),
-   also spans every copy of that line between the nearest lines once in
-   base that no hunk of the side changes, and meets any change its span
-   touches: which copy went is not known (`_changes`, `_meets`).
+   it rewrites its lines one for one, each like the one before (`_in_place`:
+   difflib's ratio at least 0.6, as a ticked box), also spans every copy of
+   that line between the nearest lines once in base that no hunk of the
+   side changes, and meets any change its span touches: which copy went is
+   not known (`_changes`, `_meets`).
 3. A change meets a group (of either side's changes) when its span shares
    a base line with the group's span or inserts inside it, when both insert
-   where their spans touch, or when one side empties the document; changes
-   that meet form one group over the base lines their spans cover, clean
+   where their spans touch, or when one side empties the document; a change
+   that meets groups joins them into one (with any group between them,
+   which ends where it starts) over the base lines their spans cover, clean
    when one side leaves those lines as they were or both make them alike,
    else a conflict (`_groups`, `_meets`, `_taken`).
-4. If the clean groups add a non-blank line (its ending aside) more times
-   than ours' changes do and more than theirs' do, each clean group holding
-   it is a conflict, since both may have added it (`_doubled`).
+4. If the clean groups add a non-blank line (its ending aside; net of the
+   lines they remove) more times than ours' changes do and more than theirs'
+   do, each clean group holding it is a conflict, since both may have added
+   it (`_doubled`).
 5. Steps 1-4 run again on the texts reversed; wherever the two readings'
    groups differ, the base lines between the nearest firm lines (both sides
    keep them in both readings, each reading pairs them alike, no group
@@ -63,7 +66,7 @@ base's, "=======", theirs' lines, ">>>>>>> theirs").  The rule:
 6. Conflicts that follow each other with no base line between them are one
    block; with style="merge" the lines both sides of a block share stay
    outside its markers, as in git's "zealous" merge, but a block whose sides
-   are equal (steps 4 and 5 make those) shows base's lines too, as
+   are equal (steps 4-6 can make one) shows base's lines too, as
    style="diff3" does (`_block`).
 
 `explain()` (or `mark-diff3 --explain`) gives, for each conflict, the lines
@@ -119,7 +122,7 @@ from typing import Dict, List, NamedTuple, NoReturn, Optional, Sequence, Tuple, 
 __version__ = "0.3.0"  # the release this file is from; vendored copies keep saying it
 __all__ = ["diff3", "explain", "Merge", "Conflict", "get_hunks", "split_lines", "join_lines", "main", "WORK_LIMIT"]
 
-WORK_LIMIT = 200_000  # steps (diagonals tried, equal lines followed) Myers' search may take for one stretch
+WORK_LIMIT = 200_000  # steps (diagonals tried, equal lines followed) Myers' search may take for a stretch, each way
 
 
 class Merge(NamedTuple):
@@ -414,10 +417,7 @@ def _merge(base: List[str], ours: List[str], theirs: List[str], markers: tuple,
     for block in blocks:
         out += base[pos:block.lo]
         if block.taken is None:
-            lines = _block(base[block.lo:block.hi], block.mine, block.yours, markers, with_base)
-            # Its first and last marker (the marker objects themselves, not a text line like them).
-            first = next(k for k, line in enumerate(lines) if line is markers[0])
-            last = max(k for k, line in enumerate(lines) if line is markers[3])
+            lines, first, last = _block(base[block.lo:block.hi], block.mine, block.yours, markers, with_base)
             conflicts.append(Conflict(len(out) + first + 1, len(out) + last + 1, block.why))
             out += lines
         else:
@@ -687,19 +687,23 @@ def _gain(base: List[str], edits: List[Tuple[int, int, List[str]]]) -> Counter:
 _unended = methodcaller("rstrip", "\r\n")  # a line without its ending: a text's last line may lack it
 
 
-def _block(old: List[str], mine: List[str], yours: List[str], markers: tuple, with_base: bool) -> List[str]:
-    """A conflict between ours' lines `mine` and theirs' `yours` over base's `old`; with
-    style "merge" the lines both share stay outside the markers (rule step 6)."""
+def _block(old: List[str], mine: List[str], yours: List[str], markers: tuple,
+           with_base: bool) -> Tuple[List[str], int, int]:
+    """A conflict between ours' lines `mine` and theirs' `yours` over base's `old`, and where
+    its first and last marker lines are in it; with style "merge" the lines both share stay
+    outside the markers (rule step 6)."""
     start, middle, separator, end = markers
-    if with_base or mine == yours:  # (equal sides conflict only by rule steps 4 and 5: base shows why)
-        return [start, *mine, middle, *old, separator, *yours, end]
+    if with_base or mine == yours:  # (equal sides can only conflict by steps 4, 5 or 6: base shows why)
+        return [start, *mine, middle, *old, separator, *yours, end], 0, len(mine) + len(old) + len(yours) + 3
     if not mine or not yours:  # nothing shared (what get_hunks would say, sooner)
-        return [start, *mine, separator, *yours, end]
-    out, m = [], 0
-    for m_lo, m_hi, y_lo, y_hi in get_hunks(mine, yours):
+        return [start, *mine, separator, *yours, end], 0, len(mine) + len(yours) + 2
+    out: List[str] = []
+    m = 0
+    hunks = get_hunks(mine, yours)
+    for m_lo, m_hi, y_lo, y_hi in hunks:
         out += [*mine[m:m_lo], start, *mine[m_lo:m_hi], separator, *yours[y_lo:y_hi], end]
         m = m_hi
-    return out + mine[m:]
+    return out + mine[m:], hunks[0].a_lo, len(out) - 1
 
 
 # ------------------------------------------------------------- command line
