@@ -742,16 +742,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             print(f"mark-diff3: {path}: {why}", file=sys.stderr)
             return 2
     (merged, had_conflict), conflicts = _diff3(texts[1], texts[0], texts[2], "diff3" if args.diff3 else "merge", labels)
-    if args.output is None:
-        sys.stdout.buffer.write(merged.encode("utf-8"))
-        sys.stdout.flush()
-    else:
-        try:
+    try:
+        if args.output is None:
+            sys.stdout.buffer.write(merged.encode("utf-8"))
+            sys.stdout.flush()
+        else:
             with open(args.output, "wb") as file:
                 file.write(merged.encode("utf-8"))
-        except OSError as error:
-            print(f"mark-diff3: {args.output}: {error.strerror or error}", file=sys.stderr)
-            return 2
+    except OSError as error:  # (a closed pipe too: exit 1 would read as "conflicts")
+        print(f"mark-diff3: {args.output or 'stdout'}: {error.strerror or error}", file=sys.stderr)
+        return 2
     for conflict in conflicts if args.explain else ():
         print(f"mark-diff3: lines {conflict.start}-{conflict.end}: {conflict.why}", file=sys.stderr)
     return 1 if had_conflict else 0

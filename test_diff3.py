@@ -879,6 +879,18 @@ def test_cli_output_file(files, tmp_path, capsysbinary):
     assert captured.out == b"" and captured.err.decode().count("\n") == 1 and "No such file" in captured.err.decode()
 
 
+def test_cli_closed_stdout_is_trouble(files, monkeypatch, capsys):
+    # `mark-diff3 ... | head` closing the pipe early: one line and exit 2, not exit 1 ("conflicts").
+    p = files(ours="A\nb\n", base="a\nb\n", theirs="a\nB\n")
+
+    class ClosedPipe:
+        def write(self, data):
+            raise BrokenPipeError(32, "Broken pipe")
+
+    monkeypatch.setattr(sys, "stdout", type("Stdout", (), {"buffer": ClosedPipe(), "flush": lambda self: None})())
+    assert main([p["ours"], p["base"], p["theirs"]]) == 2
+    assert capsys.readouterr().err == "mark-diff3: stdout: Broken pipe\n"
+
 def test_git_merge_driver(tmp_path):
     # A real `git merge` of two branches through the driver, as the README sets it up.
     script = diff3_module.__file__
