@@ -21,7 +21,8 @@ The token travels as `auth` metadata in the body, never in a URL, a repr
 or an error; plain http:// gets it for loopback hosts only, unless
 `allow_insecure_http=True`.  Exceptions to "one request per call":
 `fetch(path)` also reads the version the answer names (`fetch` says why),
-and a write whose outcome is unknown is looked up (the table's "look").
+a write whose outcome is unknown is looked up (the table's "look"), and
+resends, as the table says.
 
 The wire.  `http(s)://` is Mark over HTTP: the verb is the HTTP method,
 the Mark request is the HTTP body, sent to base_url + the path
@@ -79,12 +80,12 @@ through `request`.  `_send` is this table, row by row.
   second copy a conflict.
 - look: `_look_up` reads VERSIONS and the versions after E (at most
   _LOOK_AHEAD), and takes the first that holds the write (`_holds_write`:
-  its body, and every metadata key it sent with the same value) as the
-  server's answer: `created` as version E + 1; `conflict` naming it
-  (`server-version`) when later, over versions in between (the real
-  server's stale write, which it answers so).  Both carry `looked-up:
-  true`, which no server sends.  A look-up whose own requests fail finds
-  nothing.
+  its body, and every key of the caller's metadata with the same value)
+  as the server's answer: `created` as version E + 1; `conflict` naming
+  it (`server-version`; `your-version`: E) when later, over versions in
+  between (the real server's stale write, which it answers so).  Both
+  carry `looked-up: true`, which no server sends.  A look-up whose own
+  requests fail finds nothing.
 - error: MarkError("transport"), `may_have_landed` False.
 - landed?: MarkError("transport") with `may_have_landed` True: the write
   went out and whether it was stored is unknown; fetch before retrying.
@@ -102,8 +103,9 @@ version=N)`, a look-up's reads included) is cached, the last
 _CACHED_VERSIONS, without its `current-version` (which changes: a cached
 answer has none); and so is a version this client PUBLISHed with
 `expected_version` and the server answered `ok` or `created` (not an
-APPEND, not a look-up's made-up answer): as it sent it (its body, its
-metadata and `version`: no `modified`, nor any key the server adds).
+APPEND, not a look-up's made-up answer): its body, the caller's metadata
+and `version` (no `expected-version`, `auth`, `modified`, nor any key the
+server adds).
 """
 
 from __future__ import annotations
@@ -207,7 +209,8 @@ class MarkClient:
     proxies and verify), except that this client mounts its adapter for
     base_url's URLs on it, so that `timeout` stays a deadline: requests to
     other hosts through that session are untouched.  `proxies` go with
-    this client's requests only, over the session's own.
+    this client's requests only, over the session's own.  A `token` that
+    is not a str, or is blank, raises TypeError.
     """
 
     def __init__(
@@ -258,9 +261,10 @@ class MarkClient:
             self._link.close()
 
     def fetch(self, path: str, version: Optional[int] = None) -> MarkResponse:
-        """FETCH the current document, or `version` of it (cached, without `current-version`: versions
-        never change; a version this client PUBLISHed is known without a FETCH, with only the metadata
-        it sent and `version`: no `modified`, nor any key the server adds).
+        """FETCH the current document, or `version` of it, cached (versions never change): the first
+        read answered as it came, a cached one without `current-version`; a version this client
+        PUBLISHed with `expected_version`, answered `ok` or `created`, is known without a FETCH,
+        with the caller's metadata and `version` only (the module docstring's last paragraph).
 
         `path` is read as given: a "#" in it is part of the name (mark_sections's
         `fetch_section` reads one section).
