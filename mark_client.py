@@ -90,7 +90,8 @@ through `request`.  `_send` is this table, row by row.
 - landed?: MarkError("transport") with `may_have_landed` True: the write
   went out and whether it was stored is unknown; fetch before retrying.
   (The `created` row: the server says it stored the write, but as a
-  version the request rules out.)
+  version the request rules out; the error's `metadata` is the
+  server's.)
 - returned: the answer, as a MarkResponse.
 
 test_failures.py plays each cell over HTTP.  Over QUIC (mark_quic.py) a
@@ -394,7 +395,8 @@ class MarkClient:
                                                                                   expected_version + 1)
             if not _is_version(number) or int(number) not in landed:
                 raise _failed(f"{verb} {path}: the server answered {response.status} as version "
-                              f"{number or '(none)'} to a write at expected-version {expected_version}", True, path)
+                              f"{number or '(none)'} to a write at expected-version {expected_version}", True, path,
+                              response.metadata)
             if verb == "PUBLISH":  # that version is this body: the next edit of it needs no FETCH
                 self._keep((path, int(number)), MarkResponse("ok", {**(metadata or {}), "version": number}, body))
         return response
@@ -587,13 +589,14 @@ def _causes(error: BaseException) -> list:
     return found
 
 
-def _failed(why: str, write: bool, path: str) -> MarkError:
-    """MarkError("transport") for a request that went out and got no usable answer;
-    for a write, whether it was stored is unknown (the table's "landed?")."""
+def _failed(why: str, write: bool, path: str, metadata: Optional[Dict[str, str]] = None) -> MarkError:
+    """MarkError("transport") for a request that went out and got no usable answer (`metadata`: the
+    server's, of an answer the request rules out); for a write, whether it was stored is unknown
+    (the table's "landed?")."""
     if not write:
-        return MarkError("transport", why)
+        return MarkError("transport", why, metadata)
     return MarkError("transport", f"{why}; the write may have landed: fetch {path} before retrying",
-                     may_have_landed=True)
+                     metadata, may_have_landed=True)
 
 
 def _backoff(tries: int) -> float:

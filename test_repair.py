@@ -288,6 +288,7 @@ def test_created_as_an_unexpected_version_is_an_error(client):
         with pytest.raises(MarkError, match="created as version 9 to a write at expected-version 1") as caught:
             mark_publish(client, "/p", OURS, 1)
     assert caught.value.may_have_landed  # a script can tell: fetch before retrying
+    assert caught.value.metadata == {"version": "9"}  # and see the version the server named
 
 
 def test_a_huge_version_number_is_a_mark_error(client):
