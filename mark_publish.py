@@ -53,7 +53,9 @@ between with status `conflict`, naming the newest version C.  What
   first waits a random, growing while (RETRY_PAUSE) and reads the newest
   version's number instead, unless the pause would end more than `timeout`
   seconds after the call began (then: no pause, the version named).  Out of
-  PUBLISHes: `reason: contention`, `retries: max_retries`.
+  PUBLISHes: `reason: contention`, `retries: max_retries`, `mergeable:
+  false` (no merge was published, clean or not); while putting a stale
+  write back, MarkError("overwritten").
 
 What goes over the wire, request by request (E is `expected_version`, C
 the version a conflict names).  A FETCH /vN below is not sent when the
@@ -104,7 +106,7 @@ through the one `_Budget` the call makes.  So every version the call publishes i
 body, a clean diff3 merge, or an earlier version's exact body: never a
 guess, never a conflict marker the caller did not send.
 
-`publish_edit` runs the same loop for any edit of the latest version;
+`publish_edit` runs the same loop for any edit, from any `version`;
 `mark_sections.update_section` writes one section through it.  This file
 needs `diff3.py` and `mark_client.py` (and `requests`) beside it, and
 `mark_sections.py` for the CLI's `--section`; the example above runs on
@@ -201,8 +203,9 @@ def mark_publish(
     overwrote: "Stale writes" in the module docstring).  At most
     1 + `max_retries` PUBLISHes, repairs included.
     Raises `MarkError` for a Mark error status answered to a PUBLISH or to
-    a FETCH of a body it needs (C included, but in "fail" mode, where
-    unreadable it counts as not the call's write), for transport failures,
+    a FETCH of a body it needs (an unreadable C counts as not the call's
+    write, and is read again only to merge: not in "fail" mode, nor with
+    the base gone), for transport failures,
     and ("overwritten") for another writer's version it could not restore.
     A base answered `not-found` is `reason: base-unavailable`.
     """
@@ -256,7 +259,8 @@ def merge_and_publish(
 
 
 def merge_candidate(client: MarkClient, path: str, body: str, expected_version: int) -> PublishResult:
-    """The merge `merge_and_publish` would publish, with nothing published: for an agent to read first.
+    """The merge `merge_and_publish` would publish (unless the latest version is a stale write of `body`,
+    which that repairs), with nothing published: for an agent to read first.
 
     Returns `status: merge-candidate` with `publish_at_version` (the
     version to publish it against) and `has_markers` (whether the body
@@ -470,8 +474,9 @@ def _publish_loop(client: MarkClient, path: str, edit: Callable[[str], Tuple[str
 
 def _repair(client: MarkClient, path: str, edit: Callable[[str], Tuple[str, bool]], sent: _Sent, stale: int,
             budget: _Budget, metadata: Optional[Dict[str, str]]) -> _Outcome:
-    """Merge mode's repair of version L = `stale - 1`, which the server dropped when it stored our
-    write `sent` as `stale`; then the loop's answer, with `repaired: L`.
+    """The merge loop's repair (merge mode, `publish_edit`, a repair's own loop) of version
+    L = `stale - 1`, which the server dropped when it stored our write `sent` as `stale`; then the
+    loop's answer, with `repaired: L`.
 
     The merge loop publishes L's own change (from `sent.against` to L)
     onto the latest version.  Where that overlaps while the latest is still
