@@ -122,7 +122,7 @@ from typing import Dict, List, NamedTuple, NoReturn, Optional, Sequence, Tuple, 
 __version__ = "0.3.0"  # the release this file is from; vendored copies keep saying it
 __all__ = ["diff3", "explain", "Merge", "Conflict", "get_hunks", "split_lines", "join_lines", "main", "WORK_LIMIT"]
 
-WORK_LIMIT = 200_000  # steps (diagonals tried, equal lines followed) Myers' search may take for a stretch, each way
+WORK_LIMIT = 50_000  # steps (diagonals tried, equal lines followed) Myers' search may take for a stretch, each way
 
 
 class Merge(NamedTuple):
