@@ -272,14 +272,14 @@ def _diff(a: Sequence, b: Sequence) -> Tuple[List[Hunk], bool]:
 def _between(a: Sequence, b: Sequence, pairs: List[Tuple[int, int]]) -> List[Tuple[int, int, int, int]]:
     """The gaps (i + 1, x, j + 1, y) between consecutive pairs (i, j), (x, y) of kept lines
     where a[i + 1:x] and b[j + 1:y] differ."""
-    return [(i + 1, x, j + 1, y) for (i, j), (x, y) in zip(pairs, pairs[1:]) if a[i + 1:x] != b[j + 1:y]]
+    return [(i + 1, x, j + 1, y) for (i, j), (x, y) in zip(pairs, pairs[1:])
+            if (x > i + 1 or y > j + 1) and a[i + 1:x] != b[j + 1:y]]
 
 
 def _unique_pairs(a: Sequence, b: Sequence, a_lo: int, a_hi: int, b_lo: int, b_hi: int) -> List[Tuple[int, int]]:
     """The pairs (i, j) of lines found once in a[a_lo:a_hi] and once in b[b_lo:b_hi], by i."""
     count_a, count_b = Counter(a[a_lo:a_hi]), Counter(b[b_lo:b_hi])
-    once = {line for line, n in count_a.items() if n == 1}.intersection(
-        line for line, n in count_b.items() if n == 1)
+    once = {line for line, n in count_a.items() if n == 1 and count_b.get(line) == 1}
     at_b = {line: j for j, line in enumerate(b[b_lo:b_hi], b_lo) if line in once}
     return [(i, at_b[line]) for i, line in enumerate(a[a_lo:a_hi], a_lo) if line in once]
 
