@@ -432,7 +432,7 @@ def _readings(base: List[str], ours: List[str], theirs: List[str]) -> List[_Grou
     (ours_hunks, ours_tied), (theirs_hunks, theirs_tied) = _diff(base, ours), _diff(base, theirs)
     forward = _reading(base, ours, theirs, [ours_hunks, theirs_hunks])
     if not (ours_tied or theirs_tied):
-        return forward  # the texts reversed give the same hunks, so the same groups
+        return forward  # the texts reversed give the same groups (`_diff` says why)
     n = len(base)
     back_hunks = [get_hunks(base[::-1], ours[::-1]), get_hunks(base[::-1], theirs[::-1])]
     # Turned back: line i of a reversed text of length n is line n - 1 - i.

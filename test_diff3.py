@@ -119,9 +119,9 @@ REPRODUCTIONS = [
     ("touching across a blank line", "## A\n\n- old\n\n## B\n", "## A\n\n## New\n\ntext\n\n## B\n",
      "## A\n\n- old\n- added\n\n## B\n", f"## A\n\n{START}## New\n\ntext\n{SEPARATOR}- old\n- added\n{END}\n## B\n", True),
     ("emptied vs appended", "a\nb\n", "", "a\nb\nc\n", f"{START}{SEPARATOR}a\nb\nc\n{END}", True),
-    # Issue 25: each merged clean with a line twice; rule step 6 makes them conflict.
+    # Issue 25: each merged clean with a line twice; rule step 4 makes them conflict.
     # The changes meet no base line apart, so they are one block, and the lines both
-    # sides of it share stay outside its markers (step 7): taking either side holds
+    # sides of it share stay outside its markers (step 6): taking either side holds
     # each line once.
     ("replaced beside the same insertion", "x\n5\ny\n", "x\nA\nD\ny\n", "x\nA\n5\ny\n",
      f"x\nA\n{START}D\n{SEPARATOR}5\n{END}y\n", True),
