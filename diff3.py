@@ -234,9 +234,9 @@ def get_hunks(a: Sequence, b: Sequence) -> List[Hunk]:
 def _diff(a: Sequence, b: Sequence) -> Tuple[List[Hunk], bool]:
     """get_hunks(a, b), and whether it broke a tie: the longest order of lines that moved,
     or Myers' pairing of a stretch, is another one read backwards.  If it broke none, the
-    texts reversed get the same hunks, but that one which only inserts or only deletes
-    may sit higher among lines like its own; rule step 1 spans it over both places, so
-    the two readings' groups are the same."""
+    texts reversed get the same hunks, except that a hunk which only inserts or only
+    deletes may sit higher among lines like its own; rule step 1 spans it over both
+    places, so the two readings' groups are the same."""
     hunks: List[Tuple[int, int, int, int]] = []  # (a_lo, a_hi, b_lo, b_hi), made Hunks at the end
     tied = False
     stretches = [(0, len(a), 0, len(b))]  # still to diff: a[a_lo:a_hi] against b[b_lo:b_hi]
@@ -510,7 +510,7 @@ class _Places:
 
     def __init__(self, hunks: List[Hunk]) -> None:
         self.hunks = hunks
-        self.starts = [h[0] for h in hunks]
+        self.starts = [h.a_lo for h in hunks]
 
     def at(self, i: int) -> Optional[int]:
         """Where line i of `a` is in `b`, or None if a hunk changes it."""
