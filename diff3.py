@@ -438,29 +438,31 @@ def _readings(base: List[str], ours: List[str], theirs: List[str]) -> List[_Grou
     # Turned back: line i of a reversed text of length n is line n - 1 - i.
     backward = [_Group(n - g.hi, n - g.lo, g.mine[::-1], g.yours[::-1], None if g.taken is None else g.taken[::-1],
                        g.why) for g in reversed(_reading(base[::-1], ours[::-1], theirs[::-1], back_hunks))]
-    places = [_Places(hunks) for hunks in (
-        ours_hunks, theirs_hunks,
-        [Hunk(n - h.a_hi, n - h.a_lo, len(ours) - h.b_hi, len(ours) - h.b_lo) for h in reversed(back_hunks[0])],
-        [Hunk(n - h.a_hi, n - h.a_lo, len(theirs) - h.b_hi, len(theirs) - h.b_lo) for h in reversed(back_hunks[1])])]
+    sides = (ours, theirs)
+    places = [_Places(hunks) for hunks in (ours_hunks, theirs_hunks)] + [
+        _Places([Hunk(n - h.a_hi, n - h.a_lo, len(lines) - h.b_hi, len(lines) - h.b_lo) for h in reversed(hunks)])
+        for lines, hunks in zip(sides, back_hunks)]
+    spans, back_spans = ([(g.lo, g.hi) for g in groups] for groups in (forward, backward))
     out: List[_Group] = []
     done = 0  # forward groups before this one are in `out`
     for lo, hi in _doubts(base, forward, backward, places):
-        first, last = _inside(forward, lo, hi)
+        first, last = _inside(spans, lo, hi)
         out += forward[done:first]
         done = last
         text = _text(base, forward[first:last], lo, hi)
-        if text is not None and text == _text(base, backward[slice(*_inside(backward, lo, hi))], lo, hi):
+        if text is not None and text == _text(base, backward[slice(*_inside(back_spans, lo, hi))], lo, hi):
             out += forward[first:last]  # the readings differ, but not in what they write
             continue
         # Ours' and theirs' lines between the firm lines (or the text's ends) around base[lo:hi].
-        mine = ours[places[0].at(lo - 1) + 1 if lo else 0:places[0].at(hi) if hi < n else len(ours)]
-        yours = theirs[places[1].at(lo - 1) + 1 if lo else 0:places[1].at(hi) if hi < n else len(theirs)]
+        mine, yours = (lines[p.at(lo - 1) + 1 if lo else 0:p.at(hi) if hi < n else len(lines)]
+                       for lines, p in zip(sides, places))
         why = f"{_lines(lo, hi)} hold look-alike lines the diff can pair two ways, and the two ways merge differently"
         out.append(_Group(lo, hi, mine, yours, None, why + " (rule step 5)"))
     return out + forward[done:]
 
 
-def _doubts(base: List[str], forward: List[_Group], backward: List[_Group], places: List["_Places"]) -> List[Tuple[int, int]]:
+def _doubts(base: List[str], forward: List[_Group], backward: List[_Group],
+            places: List["_Places"]) -> List[Tuple[int, int]]:
     """Where the readings' groups differ, widened to the nearest firm lines: base[lo:hi] each.
     A firm line: both sides keep it in both readings (`places`: ours, theirs, then both
     reversed), each reading pairs it with the same line of each side, no group spans it."""
@@ -487,9 +489,9 @@ def _key(group: _Group) -> tuple:
     return group.lo, group.hi, tuple(group.mine), tuple(group.yours), group.taken is None
 
 
-def _inside(groups: List[_Group], lo: int, hi: int) -> Tuple[int, int]:
-    """Where the groups within base[lo:hi] are in `groups` (in order; none crosses lo or hi)."""
-    spans = [(g.lo, g.hi) for g in groups]
+def _inside(spans: List[Tuple[int, int]], lo: int, hi: int) -> Tuple[int, int]:
+    """Where the groups within base[lo:hi] are among groups with these `spans` (in order;
+    none crosses lo or hi)."""
     return bisect.bisect_left(spans, (lo, lo)), bisect.bisect_right(spans, (hi, hi))
 
 
@@ -588,7 +590,7 @@ def _in_place(old: List[str], new: List[str]) -> bool:
 def _groups(base: List[str], changes: List[_Change]) -> List[Tuple[int, int, List[_Change]]]:
     """The changes (sorted by span) gathered into groups of those that meet (rule step 3):
     each group as (lo, hi, members), base[lo:hi] the lines its members span."""
-    if any(c.lo == 0 and c.hi == len(base) and not c.lines for c in changes):
+    if any(_empties(base, c) for c in changes):
         return [(0, len(base), changes)]  # one side emptied the document
     groups: List[list] = []  # [lo, hi, members], in order and apart
     for c in changes:
@@ -605,6 +607,11 @@ def _groups(base: List[str], changes: List[_Change]) -> List[Tuple[int, int, Lis
         else:
             groups.append([c.top, c.bottom, [c]])
     return [tuple(group) for group in groups]
+
+
+def _empties(base: List[str], c: _Change) -> bool:
+    """Whether change `c` removes every line of base and writes none (rule step 3)."""
+    return c.lo == 0 and c.hi == len(base) and not c.lines
 
 
 def _meets(c: _Change, lo: int, hi: int, members: List[_Change]) -> bool:
@@ -642,9 +649,9 @@ def _taken(old: List[str], mine: List[str], yours: List[str]) -> Optional[List[s
 
 def _why(base: List[str], lo: int, hi: int, members: List[_Change]) -> str:
     """What made a group of changes a conflict, in words (rule steps 2 and 3)."""
-    if lo == 0 and hi == len(base) and any(c.lo == 0 and c.hi == hi and not c.lines for c in members):
-        side = next(c.side for c in members if not c.lines and c.hi - c.lo == hi)
-        return f"{SIDES[side]} removed every line, and {SIDES[1 - side]} changed the document (rule step 3)"
+    emptied = [c.side for c in members if _empties(base, c)]
+    if emptied:
+        return f"{SIDES[emptied[0]]} removed every line, and {SIDES[1 - emptied[0]]} changed the document (rule step 3)"
     copied = [c for c in members if c.copied is not None]
     if copied:
         line = _unended(copied[0].copied)
