@@ -120,11 +120,12 @@ import socket
 import time
 from collections import OrderedDict
 from http.client import RemoteDisconnected
-from typing import Dict, NamedTuple, Optional, Tuple, Union
+from typing import Dict, Mapping, NamedTuple, Optional, Tuple, Union
 from urllib.parse import quote, urlsplit
 
 import requests
 from requests.adapters import HTTPAdapter
+from requests.utils import select_proxy
 from urllib3 import Timeout
 from urllib3 import exceptions as urllib3_exceptions
 from urllib3.connection import HTTPConnection, HTTPSConnection
@@ -231,19 +232,30 @@ class MarkClient:
                 "the token is not sent over plain http:// to a non-loopback host; "
                 "use https://, or pass allow_insecure_http=True if the network is trusted"
             )
+        proxy = _proxy_for(base_url, proxies, session)
+        if token and parts.scheme == "http" and proxy and not allow_insecure_http:
+            where = urlsplit(proxy)
+            raise ValueError(
+                f"the token is not sent over plain http:// through a proxy ({where.scheme}://{where.hostname}:"
+                f"{where.port}, from proxies, the session's or the environment's); use https://, or pass "
+                "allow_insecure_http=True if the network is trusted"
+            )
         self.base_url = base_url.rstrip("/")
         self.timeout = timeout
         self._token = token
         self._versions: "OrderedDict[tuple, MarkResponse]" = OrderedDict()
         self._link = _quic_link(parts.hostname, parts.port or MARK_PORT, verify) if parts.scheme == "mark" else None
+        self._own_session = session is None
         if session is None:
             session = requests.Session()
-            # Proxies come from the caller, never from HTTP_PROXY and the like:
-            # a proxy would see the token, which travels in the body.
+            # Proxies come from the caller, never from HTTP_PROXY and the like: a plain
+            # http:// proxy would see the token, which travels in the body.  (A session
+            # passed in keeps its trust_env: _proxy_for checked what it would take.)
             session.trust_env = False
             session.verify = verify
         # The deadline holds on a session passed in too, for this server's URLs only.
-        session.mount(self.base_url + "/", _DeadlineAdapter())
+        self._adapter = _DeadlineAdapter()
+        session.mount(self.base_url + "/", self._adapter)
         self._session = session
         self._proxies = dict(proxies or {})
 
@@ -257,7 +269,9 @@ class MarkClient:
         self.close()
 
     def close(self) -> None:
-        self._session.close()
+        """Close this client's connections: its own session, or on a session passed in
+        the adapter it mounted (which stays mounted); the session itself stays open."""
+        (self._session if self._own_session else self._adapter).close()
         if self._link:
             self._link.close()
 
@@ -293,6 +307,7 @@ class MarkClient:
             metadata = {key: value for key, value in latest.metadata.items() if key != "etag"}
             metadata["content-hash"] = "sha256-" + hashlib.sha256(pinned.body.encode("utf-8")).hexdigest()
             return MarkResponse("ok", metadata, pinned.body)
+        check_path(path)
         check_int("version", version, minimum=1)
         key = (path, version)
         if key in self._versions:
@@ -317,7 +332,12 @@ class MarkClient:
         """
         if expected_version is not None:
             check_int("expected_version", expected_version, minimum=0)
-        return self._send("PUBLISH", path, metadata, body, expected_version)
+        response = self._send("PUBLISH", path, metadata, body, expected_version)
+        if expected_version is not None and response.status in ("ok", "created") and "looked-up" not in response.metadata:
+            # That version is this body: the next edit of it needs no FETCH.
+            version = response.metadata["version"]  # E or E + 1: _send checked it
+            self._keep((path, int(version)), MarkResponse("ok", {**(metadata or {}), "version": version}, body))
+        return response
 
     def append(self, path: str, text: str, expected_version: int,
                metadata: Optional[Dict[str, str]] = None) -> MarkResponse:
@@ -326,6 +346,7 @@ class MarkClient:
         An unknown outcome is looked up as a publish's is: a version after
         `expected_version` that is the one before it with `text` appended.
         """
+        check_str("text", text)
         check_int("expected_version", expected_version, minimum=1)
         return self._send("APPEND", path, metadata, text, expected_version)
 
@@ -347,82 +368,70 @@ class MarkClient:
 
     def _send(self, verb: str, path: str, metadata: Optional[Dict[str, str]], body: str,
               expected_version: Optional[int]) -> MarkResponse:
-        """Send a request until it is answered, as the table says: a read, a write with
+        """Send a request until the table's action ends it: a read, a write with
         `expected_version` (given only by publish and append), or a write without.
 
-        Each exchange comes back as a value (`_Exchange`), and every choice of
-        the table is made here: send again, look up (`_look_up`), answer, or raise.
+        Each exchange comes back as its row of the table (`_row`); `_ACTIONS` gives
+        the cell's action, done here and in `_look`.  `went_out`: a copy of this
+        write may have reached the server, so whatever ends the call says so.
         """
-        write = verb not in _READS
-        sent = dict(metadata or {})
-        if expected_version is not None:
-            sent["expected-version"] = str(expected_version)
-        payload, url = self._message(verb, path, sent, body)
+        column = "read" if verb in _READS else "write without E" if expected_version is None else "write with E"
+        payload, url = self._message(verb, path, metadata, body, expected_version)
         doing, deadline = f"{verb} {url}", time.monotonic() + self.timeout
-        tries = 0
+        tries, went_out = 0, False
         while True:
             tries += 1
-            got = self._exchange(verb, url, payload, doing, deadline)
-            if got.kind == "answer":
-                break
-            if got.kind == "unsent":  # could not connect: error in every column
-                raise MarkError("transport", got.why)
-            if got.kind in ("closed", "lost") and expected_version is not None:  # write with E: look
-                found = self._look_up(verb, path, body, expected_version, metadata)
-                if found is not None:
-                    return found
-            if got.kind == "lost" or (got.kind == "closed" and write and expected_version is None):
-                raise _failed(got.why, write, path)  # error for a read, landed? for a write
-            # Refused (every column), or closed (a read; a write with E not found): again.
+            got = _row(self._exchange(verb, url, payload, doing, deadline), expected_version, doing)
+            earlier, went_out = went_out, went_out or (column != "read" and got.kind not in ("unsent", "refused"))
+            found, then, looked = self._look(_ACTIONS[got.kind, column], earlier, verb, path, body, expected_version,
+                                             metadata)
+            if found is not None:
+                return found
+            if then == "answer":
+                return got.response
             pause = got.retry_after if got.retry_after is not None else _backoff(tries)
-            if tries == REFUSED_TRIES or time.monotonic() + pause >= deadline:
-                stop = "" if tries == REFUSED_TRIES else f" (no time left for another within {self.timeout:g} s)"
-                if got.kind == "refused":
-                    raise MarkError("refused", f"{doing}: the server refused the request {tries} times{stop} "
-                                               "without handling it (over its rate limit?); try again later")
-                looked = "" if expected_version is None else "; a look-up did not find the write"
-                raise _failed(f"{doing}: the connection closed without an answer, {tries} times{stop}{looked}",
-                              write, path)
-            time.sleep(pause)
-        response = got.response
-        if expected_version is None:
-            return response
-        if response.status == "server-error":  # the real server can answer it after storing the version
-            return self._look_up(verb, path, body, expected_version, metadata) or response
-        if response.status in ("ok", "created"):
-            number = response.metadata.get("version", "")
-            landed = (expected_version + 1,) if response.status == "created" else (expected_version,
-                                                                                  expected_version + 1)
-            if not _is_version(number) or int(number) not in landed:
-                raise _failed(f"{verb} {path}: the server answered {response.status} as version "
-                              f"{number or '(none)'} to a write at expected-version {expected_version}", True, path,
-                              response.metadata)
-            if verb == "PUBLISH":  # that version is this body: the next edit of it needs no FETCH
-                self._keep((path, int(number)), MarkResponse("ok", {**(metadata or {}), "version": number}, body))
-        return response
+            again = then == "again" and tries < REFUSED_TRIES
+            if again and time.monotonic() + pause < deadline:
+                time.sleep(pause)
+                continue
+            stop = f" (no time left for another within {self.timeout:g} s)" if again else ""
+            raise _given_up(got, doing, tries, stop + looked, path, landed=then == "landed?" or went_out,
+                            earlier=earlier)
+
+    def _look(self, action: str, resent: bool, verb: str, path: str, body: str, expected_version: Optional[int],
+              metadata: Optional[Dict[str, str]]) -> Tuple[Optional[MarkResponse], str, str]:
+        """A cell's `action` up to its look-up: (what `_look_up` found, the action left when it
+        found nothing, what the look-up adds to an error's message).  `resent`: an earlier
+        copy of the write went out.  A look-up that cannot tell leaves no "answer": "landed?"."""
+        look, _, then = action.rpartition(", else ")
+        if look != "look" and not (look == "look if resent" and resent):
+            return None, then, ""
+        try:
+            return self._look_up(verb, path, body, expected_version, metadata), then, "; a look-up did not find the write"
+        except MarkError as error:  # an answer now would hide a write that may have landed
+            return None, "landed?" if then == "answer" else then, \
+                f"; a look-up could not tell whether it landed ({error.message})"
 
     def _look_up(self, verb: str, path: str, body: str, expected_version: int,
                  metadata: Optional[Dict[str, str]]) -> Optional[MarkResponse]:
         """Where a write at `expected_version` whose outcome is unknown was stored, answered as the
         server would have (the module docstring's "look"); None when no version after it, up to the
-        current one and at most _LOOK_AHEAD, holds it, or when the look-up's own requests fail.
-        Sends VERSIONS, then `_holds_write`'s FETCHes, version by version, until one holds it."""
-        try:
-            versions = self.versions(path)
-            if versions.status != "ok":
-                return None
-            last = min(versions.number("current"), expected_version + _LOOK_AHEAD)
-            for version in range(expected_version + 1, last + 1):
-                if not self._holds_write(verb, path, version, body, metadata):
-                    continue
-                if version == expected_version + 1:  # `modified` from the version (cached: nothing sent)
-                    modified = self.fetch(path, version=version).metadata.get("modified", "")
-                    return MarkResponse("created", {"version": str(version), "modified": modified,
-                                                    "looked-up": "true"}, "")
-                return MarkResponse("conflict", {"server-version": str(version), "looked-up": "true",
-                                                 "your-version": str(expected_version)}, "")
-        except MarkError:
-            return None
+        current one and at most _LOOK_AHEAD, holds it; MarkError when its own requests fail, so
+        that it cannot tell.  Sends VERSIONS, then `_holds_write`'s FETCHes, version by version,
+        until one holds it."""
+        versions = self.versions(path)
+        if versions.status != "ok":
+            raise MarkError("transport", f"VERSIONS {path} answered {versions.status}")
+        last = min(versions.number("current"), expected_version + _LOOK_AHEAD)
+        for version in range(expected_version + 1, last + 1):
+            if not self._holds_write(verb, path, version, body, metadata):
+                continue
+            if version == expected_version + 1:  # `modified` from the version (cached: nothing sent)
+                modified = self.fetch(path, version=version).metadata.get("modified", "")
+                return MarkResponse("created", {"version": str(version), "modified": modified,
+                                                "looked-up": "true"}, "")
+            return MarkResponse("conflict", {"server-version": str(version), "looked-up": "true",
+                                             "your-version": str(expected_version)}, "")
         return None
 
     def _holds_write(self, verb: str, path: str, version: int, body: str,
@@ -430,19 +439,28 @@ class MarkClient:
         """Whether `version` is what the write makes: every key of `metadata` is in it with the value
         sent (a key it lacks is no match), and its body is `body` (PUBLISH) or, for APPEND, version
         - 1's body with `body` appended.  FETCHes the version, and for APPEND the one before
-        (each by number, so only when not cached)."""
+        (each by number, so only when not cached); MarkError when one of them is not answered
+        `ok` or `not-found`, so that it cannot tell."""
         held = self.fetch(path, version=version)
+        if held.status not in ("ok", "not-found"):
+            raise MarkError("transport", f"FETCH {path}/v{version} answered {held.status}")
         if held.status != "ok" or any(held.metadata.get(key) != value for key, value in (metadata or {}).items()):
             return False
-        return held.body == (body if verb == "PUBLISH" else _appended(self.fetch(path, version=version - 1).body, body))
+        before = self.fetch(path, version=version - 1) if verb == "APPEND" else held
+        if before.status != "ok":
+            raise MarkError("transport", f"FETCH {path}/v{version - 1} answered {before.status}")
+        return held.body == (body if verb == "PUBLISH" else _appended(before.body, body))
 
-    def _message(self, verb: str, path: str, metadata: Dict[str, str], body: str) -> Tuple[bytes, str]:
+    def _message(self, verb: str, path: str, metadata: Optional[Dict[str, str]], body: str,
+                 expected_version: Optional[int]) -> Tuple[bytes, str]:
         """The request as this client's wire carries it, and the URL it goes to."""
-        if not isinstance(verb, str) or not (verb.isascii() and verb.isalpha()):
-            raise ValueError(f"verb must be a word of ASCII letters, such as FETCH, not {verb!r}")
+        if not isinstance(verb, str) or not (verb.isascii() and verb.isalpha() and verb.isupper()):
+            raise ValueError(f"verb must be a word of upper-case ASCII letters, such as FETCH, not {verb!r}")
         check_path(path)
         check_str("body", body)
-        metadata = dict(metadata)
+        metadata = _checked_metadata(metadata)
+        if expected_version is not None:
+            metadata["expected-version"] = str(expected_version)
         if self._token:
             metadata["auth"] = self._token
         if self._link:
@@ -483,11 +501,42 @@ class MarkClient:
     def _keep(self, key: Tuple[str, int], response: MarkResponse) -> None:
         """Remember version key[1] of document key[0], the least recently used going first."""
         self._versions[key] = response
+        self._versions.move_to_end(key)  # stored again: used now
         if len(self._versions) > _CACHED_VERSIONS:
             self._versions.popitem(last=False)
 
 
-# ---------------------------------------------------------- reading answers
+# ---------------------------------------------------------- the table, and reading answers
+
+# The module docstring's table, one line per cell: (row, column) -> the action `_send` takes.
+# "look, else X": answer what `_look_up` finds, else X; when it cannot tell, an "answer" is
+# "landed?" instead.  "look if resent": look only once an earlier copy of the write went out.
+# Each cell's test: test_failures.py's test_each_cell_of_the_table[ROW/*-COLUMN-*].
+_ACTIONS = {
+    ("unsent", "read"): "error",
+    ("unsent", "write with E"): "error",
+    ("unsent", "write without E"): "error",
+    ("refused", "read"): "again",
+    ("refused", "write with E"): "again",
+    ("refused", "write without E"): "again",
+    ("closed", "read"): "again",
+    ("closed", "write with E"): "look, else again",
+    ("closed", "write without E"): "landed?",
+    ("lost", "read"): "error",
+    ("lost", "write with E"): "look, else landed?",
+    ("lost", "write without E"): "landed?",
+    ("server-error", "read"): "answer",
+    ("server-error", "write with E"): "look, else answer",
+    ("server-error", "write without E"): "answer",
+    ("conflict", "read"): "answer",
+    ("conflict", "write with E"): "look if resent, else answer",
+    ("conflict", "write without E"): "answer",
+    ("wrong version", "write with E"): "landed?",
+    ("answer", "read"): "answer",
+    ("answer", "write with E"): "answer",
+    ("answer", "write without E"): "answer",
+}
+
 
 class _Exchange(NamedTuple):
     """What one exchange came to, a row of the module docstring's table: "answer"
@@ -501,6 +550,41 @@ class _Exchange(NamedTuple):
     response: Optional[MarkResponse] = None
     why: str = ""
     retry_after: Optional[float] = None
+
+
+def _row(got: _Exchange, expected_version: Optional[int], doing: str) -> _Exchange:
+    """`got` as its row of the table: an answer's is "server-error", "conflict", "wrong
+    version" (with E: `created` as a version but E + 1, or `ok` as neither E nor E + 1)
+    or "answer"; any other exchange's is its kind."""
+    if got.kind != "answer" or got.response.status in ("server-error", "conflict"):
+        return got if got.kind != "answer" else got._replace(kind=got.response.status)
+    status, number = got.response.status, got.response.metadata.get("version", "")
+    if expected_version is None or status not in ("ok", "created"):
+        return got
+    landed = (expected_version + 1,) if status == "created" else (expected_version, expected_version + 1)
+    if _is_version(number) and int(number) in landed:
+        return got
+    return got._replace(kind="wrong version", why=f"{doing}: the server answered {status} as version "
+                                                  f"{number or '(none)'} to a write at expected-version {expected_version}")
+
+
+def _given_up(got: _Exchange, doing: str, tries: int, more: str, path: str, landed: bool,
+              earlier: bool) -> MarkError:
+    """The MarkError that ends a request after `tries` sends, the last of which came to `got`;
+    `more`: why no send more, what a look-up found.  `landed`: the table's "landed?", or a
+    copy of the write went out (`earlier`: before the last)."""
+    if got.kind == "refused":
+        why = f"{doing}: the server refused the request {tries} times{more} without handling it (over its rate limit?)"
+    elif got.kind == "closed":
+        why = f"{doing}: the connection closed without an answer, {tries} times{more}"
+    else:
+        why = (got.why or f"{doing}: the server answered {got.response.status}") + more
+    if landed:
+        why += f"; {'an earlier copy of ' if earlier else ''}the write went out and may have landed: fetch {path} before retrying"
+    elif got.kind == "refused":
+        why += "; try again later"
+    return MarkError("refused" if got.kind == "refused" else "transport", why,
+                     got.response.metadata if got.response else None, may_have_landed=landed)
 
 
 def _read_answer(http: requests.Response, doing: str) -> _Exchange:
@@ -519,6 +603,11 @@ def _read_answer(http: requests.Response, doing: str) -> _Exchange:
         return _Exchange("lost", why=f"{doing}: bad Content-Length {announced!r}")
     if announced is not None and int(announced) > MAX_RESPONSE_BYTES:
         return _Exchange("lost", why=f"{doing}: the answer is larger than {MAX_RESPONSE_BYTES} bytes")
+    return _read_body(http, doing, announced)
+
+
+def _read_body(http: requests.Response, doing: str, announced: Optional[str]) -> _Exchange:
+    """The body of an answer whose headers passed, as long as `announced` (Content-Length) says."""
     chunks, size = [], 0
     try:
         while chunk := http.raw.read(65536, decode_content=False):
@@ -587,16 +676,6 @@ def _causes(error: BaseException) -> list:
             found.append(cause)
             todo += [*cause.args, getattr(cause, "reason", None)]
     return found
-
-
-def _failed(why: str, write: bool, path: str, metadata: Optional[Dict[str, str]] = None) -> MarkError:
-    """MarkError("transport") for a request that went out and got no usable answer (`metadata`: the
-    server's, of an answer the request rules out); for a write, whether it was stored is unknown
-    (the table's "landed?")."""
-    if not write:
-        return MarkError("transport", why, metadata)
-    return MarkError("transport", f"{why}; the write may have landed: fetch {path} before retrying",
-                     metadata, may_have_landed=True)
 
 
 def _backoff(tries: int) -> float:
@@ -809,6 +888,29 @@ def _check_proxies(proxies) -> None:
     if proxies is not None and not (isinstance(proxies, dict) and all(
             isinstance(url, str) and url.lower().startswith(("http://", "https://")) for url in proxies.values())):
         raise ValueError("proxies must map a scheme to an http:// or https:// proxy URL")
+
+
+def _checked_metadata(metadata) -> Dict[str, str]:
+    """A copy of the caller's `metadata`, checked: a mapping with str keys (write_frontmatter
+    checks their form and the values), without the keys this client writes itself."""
+    if metadata is None:
+        return {}
+    if not isinstance(metadata, Mapping):
+        raise TypeError(f"metadata must be a mapping of str to str, not {type(metadata).__name__}")
+    for key in metadata:
+        if not isinstance(key, str):
+            raise TypeError(f"metadata keys must be str, not {type(key).__name__} ({key!r})")
+        if key in ("auth", "expected-version"):
+            raise ValueError(f"metadata must not hold {key!r}: this client writes it (token=, expected_version=)")
+    return dict(metadata)
+
+
+def _proxy_for(url: str, proxies: Optional[Dict[str, str]], session: Optional[requests.Session]) -> Optional[str]:
+    """The proxy requests would send `url` through: `proxies`, else a session's own or, when
+    it trusts the environment, HTTP_PROXY and the like (requests' own merge and choice)."""
+    if session is not None:
+        proxies = session.merge_environment_settings(url, dict(proxies or {}), None, None, None)["proxies"]
+    return select_proxy(url, proxies)
 
 
 def check_str(name: str, value) -> None:
