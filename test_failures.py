@@ -27,21 +27,24 @@ WRITE = "two\n"
 # outcome a Mark status returned, or "error" (MarkError transport, may_have_landed False),
 # "landed?" (MarkError transport, may_have_landed True) or "refused" (MarkError refused).
 # With REFUSED_TRIES = 2, "again" is two sends.  The write-with-E cell has two: stored, not stored.
+# Each failure is played as the table's row named before it (mark_client._ACTIONS's row).
 TABLE = {
-    #  failure          read                      write with E: stored, not stored                          write without E
-    "could not connect": ((0, False, "error"), (0, False, "error"), (0, False, "error"),              (0, False, "error")),
-    "refused":       ((2, False, "refused"),   (2, False, "refused"), (2, False, "refused"),             (2, False, "refused")),
-    "closed":        ((2, False, "error"),     (1, True, "created"),  (2, True, "landed?"),              (1, False, "landed?")),
-    "reset in head": ((2, False, "error"),     (1, True, "created"),  (2, True, "landed?"),              (1, False, "landed?")),
-    "reset":         ((1, False, "error"),     (1, True, "created"),  (1, True, "landed?"),              (1, False, "landed?")),
-    "timeout":       ((1, False, "error"),     (1, True, "created"),  (1, True, "landed?"),              (1, False, "landed?")),
-    "short body":    ((1, False, "error"),     (1, True, "created"),  (1, True, "landed?"),              (1, False, "landed?")),
-    "oversized":     ((1, False, "error"),     (1, True, "created"),  (1, True, "landed?"),              (1, False, "landed?")),
-    "hash mismatch": ((1, False, "error"),     (1, True, "created"),  (1, True, "landed?"),              (1, False, "landed?")),
-    "not HTTP 200":  ((1, False, "error"),     (1, True, "created"),  (1, True, "landed?"),              (1, False, "landed?")),
-    "not Mark":      ((1, False, "error"),     (1, True, "created"),  (1, True, "landed?"),              (1, False, "landed?")),
-    "server-error":  ((1, False, "server-error"), (1, True, "created"), (1, True, "server-error"),        (1, False, "server-error")),
-    "created as 9":  (None,                    (1, False, "landed?"), (1, False, "landed?"),             (1, False, "created")),
+    #  row/failure                 read                      write with E: stored, not stored               write without E
+    "unsent/could not connect": ((0, False, "error"), (0, False, "error"), (0, False, "error"),              (0, False, "error")),
+    "refused/refused":       ((2, False, "refused"),   (2, False, "refused"), (2, False, "refused"),             (2, False, "refused")),
+    "closed/closed":         ((2, False, "error"),     (1, True, "created"),  (2, True, "landed?"),              (1, False, "landed?")),
+    "closed/reset in head":  ((2, False, "error"),     (1, True, "created"),  (2, True, "landed?"),              (1, False, "landed?")),
+    "lost/reset":            ((1, False, "error"),     (1, True, "created"),  (1, True, "landed?"),              (1, False, "landed?")),
+    "lost/timeout":          ((1, False, "error"),     (1, True, "created"),  (1, True, "landed?"),              (1, False, "landed?")),
+    "lost/short body":       ((1, False, "error"),     (1, True, "created"),  (1, True, "landed?"),              (1, False, "landed?")),
+    "lost/oversized":        ((1, False, "error"),     (1, True, "created"),  (1, True, "landed?"),              (1, False, "landed?")),
+    "lost/hash mismatch":    ((1, False, "error"),     (1, True, "created"),  (1, True, "landed?"),              (1, False, "landed?")),
+    "lost/not HTTP 200":     ((1, False, "error"),     (1, True, "created"),  (1, True, "landed?"),              (1, False, "landed?")),
+    "lost/not Mark":         ((1, False, "error"),     (1, True, "created"),  (1, True, "landed?"),              (1, False, "landed?")),
+    "server-error/server-error": ((1, False, "server-error"), (1, True, "created"), (1, True, "server-error"),    (1, False, "server-error")),
+    "conflict/conflict":     ((1, False, "conflict"),  None,                  (1, False, "conflict"),            (1, False, "conflict")),
+    "wrong version/created as 9": (None,               (1, False, "landed?"), (1, False, "landed?"),             (1, False, "created")),
+    "answer/answered":       ((1, False, "ok"),        (1, False, "created"), None,                              (1, False, "created")),
 }
 
 
@@ -56,8 +59,9 @@ def answer(body: str = "", **metadata) -> bytes:
 def failing(row: str, conn, truly: bytes) -> None:
     """Send `row`'s failure on `conn` instead of the true answer, `truly`."""
     head, _, body = truly.partition(b"\r\n\r\n")
-    if row == "refused":
-        conn.sendall(b"HTTP/1.1 429 Too Many Requests\r\nRetry-After: 0\r\nContent-Length: 0\r\n\r\n")
+    if row in ("refused", "refused, for a minute"):
+        after = b"60" if row == "refused, for a minute" else b"0"
+        conn.sendall(b"HTTP/1.1 429 Too Many Requests\r\nRetry-After: %s\r\nContent-Length: 0\r\n\r\n" % after)
     elif row == "closed":
         pass  # closed without a byte
     elif row == "reset in head":
@@ -84,13 +88,21 @@ def failing(row: str, conn, truly: bytes) -> None:
         conn.sendall(answer("\n# Server error\n", status="server-error"))
     elif row == "created as 9":
         conn.sendall(answer(status="created", version=9))
+    elif row == "conflict":
+        conn.sendall(answer(status="conflict", server_version=2, your_version=1))
+    elif row == "answered":
+        conn.sendall(truly)
 
 
 class Server:
-    """/p on 127.0.0.1, a thread per connection, one request each; the request under test fails as `row` says."""
+    """/p on 127.0.0.1, a thread per connection, one request each; the request under test fails as `row`
+    says, or its n-th send as `rows[n]` (the last again after them).  The first `look_fails` VERSIONS
+    are answered `server-error`, so that a look-up cannot tell; "closed, then gone" closes the
+    listener too, so that nothing after it can connect."""
 
-    def __init__(self, row: str, stores: bool):
-        self.row, self.stores = row, stores
+    def __init__(self, row, stores: bool, look_fails: int = 0):
+        self.rows, self.stores, self.look_fails = [row] if isinstance(row, str) else row, stores, look_fails
+        self.row = self.rows[0]
         self.versions = ["one\n"]
         self.requests = []  # (verb, path)
         self.lock = threading.Lock()
@@ -123,13 +135,18 @@ class Server:
             verb, path = verb.decode(), path.decode()
             metadata, text = mc.read_frontmatter(body.decode()) if body else ({}, "")
             with self.lock:
+                under_test = verb in ("PUBLISH", "APPEND") or (verb, path) == ("FETCH", "/p/v1")
+                row = self.rows[min(self.requests.count((verb, path)), len(self.rows) - 1)] if under_test else ""
                 self.requests.append((verb, path))
-                under_test = verb == "PUBLISH" or (verb, path) == ("FETCH", "/p/v1")
-                stores = not under_test or (self.stores and self.row != "refused")  # a refusal is not handled
+                stores = not under_test or (self.stores and not row.startswith("refused"))  # a refusal is not handled
                 truly = self.handle(verb, path, metadata, text, stores)
+                if verb == "VERSIONS" and self.requests.count(("VERSIONS", path)) <= self.look_fails:
+                    truly = answer("\n# Server error\n", status="server-error")
             try:
-                if under_test:
-                    failing(self.row, conn, truly)
+                if row == "closed, then gone":
+                    self.listener.close()
+                elif under_test:
+                    failing(row, conn, truly)
                 else:
                     conn.sendall(truly)
             except OSError:
@@ -147,7 +164,7 @@ class Server:
         if expected is not None and int(expected) != len(self.versions):
             return answer(status="conflict", server_version=len(self.versions), your_version=expected)
         if stores:
-            self.versions.append(text)
+            self.versions.append(self.versions[-1] + text if verb == "APPEND" else text)
         return answer(status="created", version=len(self.versions))
 
     def sends(self, request):
@@ -157,18 +174,17 @@ class Server:
         self.listener.close()
 
 
-CELLS = [(row, column, stores) for row in TABLE
-         for column, stores in (("read", False), ("write with E", True), ("write with E", False),
-                                ("write without E", True))
-         if not (column == "read" and TABLE[row][0] is None)]
+COLUMNS = (("read", False), ("write with E", True), ("write with E", False), ("write without E", True))
+CELLS = [(name, column, stores) for name in TABLE for (column, stores), cell in zip(COLUMNS, TABLE[name])
+         if cell is not None]
 
 
-@pytest.mark.parametrize("row,column,stores", CELLS,
-                         ids=[f"{row}-{column}-{'stored' if stores else 'not stored'}" for row, column, stores in CELLS])
-def test_each_cell_of_the_table(row, column, stores, monkeypatch):
+@pytest.mark.parametrize("name,column,stores", CELLS,
+                         ids=[f"{name}-{column}-{'stored' if stores else 'not stored'}" for name, column, stores in CELLS])
+def test_each_cell_of_the_table(name, column, stores, monkeypatch):
     monkeypatch.setattr(mc, "REFUSED_TRIES", 2)
-    cell = TABLE[row][{"read": 0, "write without E": 3}.get(column, 1 if stores else 2)]
-    sends, looked_up, outcome = cell
+    sends, looked_up, outcome = TABLE[name][COLUMNS.index((column, stores))]
+    row = name.partition("/")[2]
     server = Server(row, stores)
     try:
         with MarkClient(server.url, token=TOKEN, timeout=0.5 if row == "timeout" else 5) as client:
@@ -206,3 +222,64 @@ def test_a_write_given_up_on_says_the_look_up_found_nothing_and_no_time_was_left
         server.close()
     assert caught.value.may_have_landed and server.sends(("PUBLISH", "/p")) == 1
     assert "1 times (no time left for another within 5 s); a look-up did not find the write" in str(caught.value)
+
+
+# ---- once a copy of a write went out (issue 42, point 1): its first send closes unanswered after
+# storing it, and the look-up cannot tell (its VERSIONS answered server-error, or nothing listens).
+
+WRITES = {"publish": lambda client: client.publish("/p", WRITE, expected_version=1),
+          "append": lambda client: client.append("/p", WRITE, expected_version=1)}
+
+
+@pytest.mark.parametrize("call", WRITES)
+@pytest.mark.parametrize("then,status,sends", [
+    ("refused", "refused", 3),                   # refused until REFUSED_TRIES
+    ("refused, for a minute", "refused", 2),     # refused, and no time left for the pause it asks
+    ("closed, then gone", "transport", 1),       # nothing listens any more: the resend cannot connect
+])
+def test_once_a_copy_went_out_no_error_says_the_write_did_not_land(call, then, status, sends, monkeypatch):
+    monkeypatch.setattr(mc, "REFUSED_TRIES", 3)
+    server = Server(["closed" if then != "closed, then gone" else then, then], stores=True, look_fails=1)
+    try:
+        with MarkClient(server.url, token=TOKEN, timeout=5) as client, pytest.raises(MarkError) as caught:
+            WRITES[call](client)
+    finally:
+        server.close()
+    assert (caught.value.status, caught.value.may_have_landed) == (status, True)
+    assert "an earlier copy of the write went out and may have landed: fetch /p before retrying" in str(caught.value)
+    assert len(server.versions) == 2 and server.sends((call.upper(), "/p")) == sends
+    assert ("no time left" in str(caught.value)) == (then == "refused, for a minute")
+
+
+@pytest.mark.parametrize("call", WRITES)
+def test_a_resend_answered_conflict_because_the_first_copy_landed_is_found_as_the_write(call):
+    server = Server(["closed", "answered"], stores=True, look_fails=1)  # the resend: conflict, v2 is ours
+    try:
+        with MarkClient(server.url, token=TOKEN, timeout=5) as client:
+            got = WRITES[call](client)
+    finally:
+        server.close()
+    assert (got.status, got.metadata["version"], got.metadata["looked-up"]) == ("created", "2", "true")
+    assert server.sends((call.upper(), "/p")) == 2 and server.sends(("VERSIONS", "/p")) == 2
+
+
+def test_a_first_conflict_is_not_looked_up():
+    server = Server("conflict", stores=False)
+    try:
+        with MarkClient(server.url, token=TOKEN, timeout=5) as client:
+            assert client.publish("/p", WRITE, expected_version=1).status == "conflict"
+    finally:
+        server.close()
+    assert server.sends(("VERSIONS", "/p")) == 0
+
+
+@pytest.mark.parametrize("call", WRITES)
+def test_a_server_error_the_look_up_cannot_explain_is_not_handed_back(call):
+    server = Server("server-error", stores=True, look_fails=1)
+    try:
+        with MarkClient(server.url, token=TOKEN, timeout=5) as client, pytest.raises(MarkError) as caught:
+            WRITES[call](client)
+    finally:
+        server.close()
+    assert (caught.value.status, caught.value.may_have_landed) == ("transport", True)
+    assert "a look-up could not tell whether it landed" in str(caught.value)
