@@ -480,3 +480,79 @@ def test_a_write_whose_tls_handshake_or_proxy_tunnel_fails_was_not_sent(raw, tmp
         client.publish("/p", "x\n", expected_version=1)
     assert caught.value.status == "transport" and not caught.value.may_have_landed
     assert server.connections == 1  # not looked up: nothing was sent
+
+
+# ------------------------------------------------------------ a token and a plain http:// proxy (issue 42, point 4)
+
+@pytest.mark.parametrize("route", ["given", "the session's", "the environment's"])
+def test_a_token_is_not_sent_through_a_plain_http_proxy(raw, monkeypatch, route):
+    proxy = raw(lambda conn, request: conn.sendall(http(mark_answer("via proxy\n", version=1))))
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    session = requests.Session() if route != "given" else None
+    if route == "the session's":
+        session.proxies["http"] = proxy.url
+    if route == "the environment's":
+        monkeypatch.setenv("HTTP_PROXY", proxy.url)
+    made = dict(token=TOKEN, session=session, proxies={"http": proxy.url} if route == "given" else None)
+    with pytest.raises(ValueError, match=f"through a proxy \\(http://127.0.0.1:{proxy.url.rsplit(':', 1)[1]}") as caught:
+        MarkClient("http://127.0.0.1:9", **made)
+    assert "allow_insecure_http" in str(caught.value) and TOKEN not in str(caught.value)
+    client = MarkClient("http://127.0.0.1:9", allow_insecure_http=True, **made)  # the caller says so: it goes
+    assert client.fetch("/p").body == "via proxy\n" and TOKEN.encode() in proxy.requests[0]
+    MarkClient("https://127.0.0.1:9", token=TOKEN, session=session,  # through a tunnel the token is TLS's
+               proxies={"https": proxy.url} if route == "given" else None)
+    MarkClient("http://127.0.0.1:9", session=session,  # without a token there is nothing to see
+               proxies={"http": proxy.url} if route == "given" else None)
+
+
+def test_a_proxy_credentials_are_not_named(monkeypatch):
+    with pytest.raises(ValueError) as caught:
+        MarkClient("http://127.0.0.1:9", token=TOKEN, proxies={"all": "http://user:pw@proxy.example:3128"})
+    assert "http://proxy.example:3128" in str(caught.value) and "pw" not in str(caught.value)
+
+
+# ------------------------------------------------------------ what the readers found loose (issue 42)
+
+@pytest.mark.parametrize("call,error,named", [
+    (lambda c: c.publish("/p", "x\n", 1, metadata=[("k", "v")]), TypeError, "metadata must be a mapping"),
+    (lambda c: c.publish("/p", "x\n", 1, metadata="k"), TypeError, "metadata must be a mapping"),
+    (lambda c: c.publish("/p", "x\n", 1, metadata={"k": "v", 3: "v"}), TypeError, "metadata keys must be str"),
+    (lambda c: c.publish("/p", "x\n", 1, metadata={"auth": "other"}), ValueError, "metadata must not hold 'auth'"),
+    (lambda c: c.publish("/p", "x\n", metadata={"expected-version": "1"}), ValueError,
+     "metadata must not hold 'expected-version'"),
+    (lambda c: c.fetch(["/p"], version=1), TypeError, "path must be str"),
+    (lambda c: c.append("/p", None, 1), TypeError, "text must be str"),
+    (lambda c: c.request("fetch", "/p"), ValueError, "verb must be a word of upper-case ASCII letters"),
+])
+def test_bad_arguments_name_themselves_before_anything_is_sent(raw, call, error, named):
+    server = raw(lambda conn, request: conn.sendall(http(mark_answer(version=1))))
+    with pytest.raises(error, match=named):
+        call(MarkClient(server.url, token=TOKEN))
+    assert server.connections == 0
+
+
+def test_close_leaves_a_session_passed_in_open(raw):
+    server = raw(lambda conn, request: conn.sendall(http(mark_answer("hello\n", version=1))))
+    session, closed = requests.Session(), []
+    session.close = lambda: closed.append(True)
+    with MarkClient(server.url, session=session) as client:
+        assert client.fetch("/p").body == "hello\n"
+    assert closed == []  # the caller's, to close
+    assert session.get(server.url + "/p").status_code == 200  # and it still works
+
+
+def test_a_version_stored_again_is_the_most_recently_used(raw, monkeypatch):
+    monkeypatch.setattr(mc, "_CACHED_VERSIONS", 2)  # the cache's size, small enough to fill here
+    server = raw(lambda conn, request: conn.sendall(
+        http(mark_answer("v\n", version=request.split(b" ")[1].rsplit(b"/v", 1)[1].decode()))
+        if request.startswith(b"FETCH") else http(mark_answer(status="created", version=3))))
+    client = MarkClient(server.url, token=TOKEN)
+    client.fetch("/p", version=1)
+    client.fetch("/p", version=2)
+    client.publish("/p", "three\n", expected_version=2)  # v3 kept, v1 goes: v2, v3
+    client.fetch("/p", version=2)                         # from the cache, now the newest: v3, v2
+    client.publish("/p", "three\n", expected_version=2)  # v3 kept again, now the newest: v2, v3
+    client.fetch("/p", version=4)                         # so v2 goes, and v3 stays
+    before = len(server.requests)
+    assert client.fetch("/p", version=3).body == "three\n" and len(server.requests) == before

@@ -387,3 +387,16 @@ def test_mark_server_quic_from_the_command_line(tmp_path):
     finally:
         process.terminate()
         process.wait(timeout=30)
+
+
+@pytest.mark.parametrize("verb", ["PUBLISH", "APPEND"])
+def test_a_write_the_look_up_cannot_explain_says_it_may_have_landed(peer, verb):
+    # The write is answered server-error (the real server can answer it after storing), and
+    # so is the look-up's VERSIONS: whether the write landed is unknown, and the error says so.
+    broken = peer(lambda request: b'---\nstatus: server-error\n---\n# Server error\n')
+    with MarkClient(broken.url, verify=False, timeout=5) as c:
+        write = c.publish if verb == "PUBLISH" else c.append
+        with pytest.raises(MarkError, match="a look-up could not tell whether it landed") as failure:
+            write("/doc.md", "x\n", expected_version=1)
+    assert (failure.value.status, failure.value.may_have_landed) == ("transport", True)
+    assert [request.split(b" ")[0] for request in broken.requests] == [verb.encode(), b"VERSIONS"]
