@@ -15,10 +15,16 @@
 `MarkClient` sends one Mark request per call and returns the server's
 answer, whatever its Mark status (`ok`, `created`, `conflict`,
 `not-found`, `server-error`, ...), as `MarkResponse(status, metadata,
-body)`.  Bad arguments raise ValueError or TypeError, naming the argument,
-before anything is sent.  MarkError is raised where the table below says.
-The token travels as `auth` metadata in the body, never in a URL, a repr
-or an error; plain http:// gets it for loopback hosts only, unless
+body)`: the kinds of answer it returns, and where MarkError is raised,
+are listed below.  Bad arguments raise ValueError or TypeError, naming
+the argument, before anything is sent: a path that is not a str starting
+with "/", metadata that is not a mapping with str keys and values, or that
+holds a key this client writes itself, a verb not of upper-case ASCII
+letters, ....  The token travels as `auth` metadata in the body, never in
+a URL, a repr or an error; plain http:// gets it for loopback hosts only
+and never through a proxy (whether given as `proxies`, a session's own, or
+the environment's when a session passed in trusts it: checked when the
+client is made, ValueError naming the proxy), unless
 `allow_insecure_http=True`.  Exceptions to "one request per call":
 `fetch(path)` also reads the version the answer names (`fetch` says why),
 a write whose outcome is unknown is looked up (the table's "look"), and
@@ -47,66 +53,112 @@ by number, which the cache may answer).  No thread is started for it.
 What a request can meet, and what the client does.  A read is FETCH, LIST
 or VERSIONS; a write with E is `publish(..., expected_version=E)` or
 `append`; a write without is `publish` without it, or any other verb
-through `request`.  `_send` is this table, row by row.
+through `request`.  Each exchange comes back as one row of this table, and
+`_ACTIONS` holds its cells, one line each: `_send` does what they say.
 
-    failure                              read         write with E                write without E
-    -----------------------------------  -----------  --------------------------  ---------------
-    could not connect (TCP, a proxy's    error        error                       error
-      tunnel, the TLS handshake)
-    refused: HTTP 429 or 503, or an      again        again                       again
+    row: what came back                   read     write with E                 write without E
+    ------------------------------------  -------  ---------------------------  ---------------
+    unsent: could not connect (TCP, a     error    error                        error
+      proxy's tunnel, the TLS handshake)
+    refused: HTTP 429 or 503, or an       again    again                        again
       empty QUIC answer (not handled)
-    closed before any answer, or reset   again        look; not found: again      landed?
-      before its headers were whole
-    reset mid-body                       error        look; not found: landed?    landed?
-    timeout: no whole answer by the      error        look; not found: landed?    landed?
-      deadline
-    short body (under Content-Length)    error        look; not found: landed?    landed?
-    oversized (over MAX_RESPONSE_BYTES)  error        look; not found: landed?    landed?
-    hash mismatch (`content-hash`)       error        look; not found: landed?    landed?
-    not HTTP 200 (nor 429 or 503)        error        look; not found: landed?    landed?
-    not a Mark response, compressed,     error        look; not found: landed?    landed?
-      no length and no content-hash
-    `server-error` (a Mark answer)       returned     look; not found: returned   returned
-    `created` as a version but E + 1     -            landed? (no look-up)        returned
-      (or `ok` as neither E nor E + 1)
+    closed: closed before any answer, or  again    look, else again             landed?
+      reset before its headers were whole
+    lost: reset mid-body; a timeout (no   error    look, else landed?           landed?
+      whole answer by the deadline); a
+      short body (under Content-Length);
+      oversized (over MAX_RESPONSE_BYTES);
+      a hash mismatch (`content-hash`);
+      not HTTP 200 (nor 429 or 503); not
+      a Mark response, compressed, or no
+      length and no content-hash
+    server-error: a Mark answer           answer   look, else answer            answer
+    conflict: a Mark answer               answer   look if resent, else answer  answer
+    wrong version: `created` as a         -        landed? (no look-up)         -
+      version but E + 1, `ok` as neither
+      E nor E + 1
+    answer: any other Mark answer         answer   answer                       answer
 
 - again: sent again after a pause (`_backoff`; `Retry-After` instead when
   it is a number of seconds, at most 5 digits: an HTTP date is ignored),
   over QUIC on a new connection, at most REFUSED_TRIES sends in all.  After
   the last, or at once when the pause would end past the deadline (a slow
-  look-up can leave no time): MarkError("refused") for a refusal, and for
-  a closed connection "error" (a read) or "landed?" (a write).  A write
-  with E sent again cannot land twice: its `expected-version` makes a
-  second copy a conflict.
+  look-up can leave no time): MarkError("refused") for a refusal,
+  MarkError("transport") for a closed connection.  A write with E sent
+  again cannot land twice: its `expected-version` makes a second copy a
+  conflict.
 - look: `_look_up` reads VERSIONS and the versions after E (at most
   _LOOK_AHEAD), and takes the first that holds the write (`_holds_write`:
   its body, and every key of the caller's metadata with the same value)
-  as the server's answer: `created` as version E + 1; `conflict` naming
-  it (`server-version`; `your-version`: E) when later, over versions in
-  between (the real server's stale write, which it answers so).  Both
-  carry `looked-up: true`, which no server sends.  A look-up whose own
-  requests fail finds nothing.
-- error: MarkError("transport"), `may_have_landed` False.
+  as the server's answer: a made-up `created` when it is version E + 1,
+  `conflict` when later, over versions in between (the real server's
+  stale write, which it answers so).  "else X": X when no version holds
+  it.  A look-up whose own requests fail (an error, or an answer neither
+  `ok` nor, for a version, `not-found`) cannot tell: then "answer" is
+  "landed?" instead, and the other actions stand.  "look if resent": only
+  once an earlier copy of the write went out: its resend is then answered
+  `conflict` when the first copy landed, and the look-up finds it.
+- error: MarkError("transport").
 - landed?: MarkError("transport") with `may_have_landed` True: the write
   went out and whether it was stored is unknown; fetch before retrying.
-  (The `created` row: the server says it stored the write, but as a
-  version the request rules out; the error's `metadata` is the
-  server's.)
-- returned: the answer, as a MarkResponse.
+  (The wrong-version row: the server says it stored the write, but as a
+  version the request rules out; the error's `metadata` is the server's.)
+- answer: the Mark answer, returned as it came.
 
-test_failures.py plays each cell over HTTP.  Over QUIC (mark_quic.py) a
-failed handshake is "could not connect", an empty answer is a refusal, and
-a connection that closes mid-answer is "reset mid-body", except that a
-read is first sent once more on a new connection.
+Once a copy of a write went out (any row but unsent and refused), every
+MarkError that ends the call has `may_have_landed` True, whatever its row
+and status, and its message says whether an earlier copy went out; a read
+never sets it.  test_failures.py plays each cell over HTTP, named by the
+row (test_each_cell_of_the_table[ROW/failure-column-...]).  Over QUIC
+(mark_quic.py) a failed handshake is unsent, an empty answer is refused,
+and a connection that closes mid-answer is lost, except that a read is
+first sent once more on a new connection: a QUIC exchange is never
+closed.
+
+Every kind of answer this client returns, as MarkResponse(status, metadata, body):
+
+- as it came: the server's status, every key of its metadata but
+  `status`, its body (every method; `request` returns nothing else).
+- a cached version: `fetch(path, version=N)` once it was read by number:
+  that first answer, without `current-version`.
+- a cached own PUBLISH: `fetch(path, version=N)` of a version this client
+  PUBLISHed with E and the server answered `ok` or `created` (not an
+  APPEND, not a look-up's): `ok`, the caller's metadata and `version`
+  (nothing the server adds, such as `modified`), the body sent.
+- the reconciled `fetch(path)`, where the current document's body is not
+  its version's: `ok`, the first answer's metadata without `etag` and with
+  the numbered body's `content-hash`, the numbered body.
+- a look-up's made-up answer, body "": `created` with `version` (E + 1),
+  `modified` (that version's) and `looked-up: true`; or `conflict` with
+  `server-version` (the version holding the write, not always the
+  newest), `your-version` (E) and `looked-up: true`.
+
+Every MarkError (status, may_have_landed), where it is raised:
+
+- `_send`, as the table ends a request: ("transport", False) for "error"
+  and a closed read given up; ("transport", True) for "landed?" and for
+  any write error once a copy went out; ("refused", False), or True once
+  an earlier copy of the write went out.
+- `MarkResponse.number`: ("transport", False), no version under the key
+  (inside a look-up: it cannot tell).
+- `MarkError.from_response`: the server's status, False; made by
+  mark_publish and mark_sections, never raised here.  mark_publish raises
+  ("overwritten", True) too.
+
+The metadata keys this client itself writes or reads, each for one
+thing: it writes `auth` (the token) and `expected-version` (E), so the
+caller's metadata may hold neither; it reads `status` (every answer; taken
+out of the metadata), `version` (what a FETCH read, what a write made),
+`current-version` (a current document's FETCH carries it, a version's
+does not; never cached), `content-hash` (checked against the body),
+`etag` (dropped where it names another body), `current` (VERSIONS, for a
+look-up) and `modified` (copied into a look-up's `created`); it makes up
+`looked-up`, `server-version` and `your-version`.
 
 Versions are immutable, so a version read by number (`fetch(path,
 version=N)`, a look-up's reads included) is cached, the last
-_CACHED_VERSIONS, without its `current-version` (which changes: a cached
-answer has none); and so is a version this client PUBLISHed with
-`expected_version` and the server answered `ok` or `created` (not an
-APPEND, not a look-up's made-up answer): its body, the caller's metadata
-and `version` (no `expected-version`, `auth`, `modified`, nor any key the
-server adds).
+_CACHED_VERSIONS used, and so is a version this client PUBLISHed with E,
+as the kinds above say.
 """
 
 from __future__ import annotations
@@ -175,8 +227,10 @@ class MarkError(Exception):
     try again later), "overwritten" (raised by mark_publish: a version the
     server overwrote could not be restored; `metadata["lost-version"]`
     names it).
-    `may_have_landed`: a write went out and whether it was stored is
-    unknown (for "overwritten": it was): fetch before retrying.
+    `may_have_landed`: a copy of a write went out and whether it was
+    stored is unknown (for "overwritten": it was), whatever the status
+    ("refused" included, once an earlier copy went out): fetch before
+    retrying.  The module docstring lists where each is raised.
     """
 
     def __init__(self, status: str, message: str, metadata: Optional[Dict[str, str]] = None,
@@ -208,11 +262,15 @@ class MarkClient:
     client per thread.
 
     A `session` of your own is used as it is (hooks, certificates, its
-    proxies and verify), except that this client mounts its adapter for
-    base_url's URLs on it, so that `timeout` stays a deadline: requests to
-    other hosts through that session are untouched.  `proxies` go with
-    this client's requests only, over the session's own.  A `token` that
-    is not a str, or is blank, raises TypeError.
+    proxies, verify and trust_env), except that this client mounts its
+    adapter for base_url's URLs on it, so that `timeout` stays a deadline:
+    requests to other hosts through that session are untouched, and
+    `close()` closes that adapter's connections, not the session.  `proxies`
+    go with this client's requests only, over the session's own; a session
+    this client makes takes none from the environment.  With a token and an
+    http:// base_url, a proxy any of these would send a request through
+    raises ValueError here, unless `allow_insecure_http=True`.  A `token`
+    that is not a str, or is blank, raises TypeError.
     """
 
     def __init__(
@@ -279,7 +337,7 @@ class MarkClient:
         """FETCH the current document, or `version` of it, cached (versions never change): the first
         read answered as it came, a cached one without `current-version`; a version this client
         PUBLISHed with `expected_version`, answered `ok` or `created`, is known without a FETCH,
-        with the caller's metadata and `version` only (the module docstring's last paragraph).
+        with the caller's metadata and `version` only (the module docstring's kinds of answer).
 
         `path` is read as given: a "#" in it is part of the name (mark_sections's
         `fetch_section` reads one section).
@@ -324,11 +382,10 @@ class MarkClient:
         """PUBLISH `body`; `expected_version` guards against overwriting newer writes.
 
         With `expected_version` E, an answer that is lost (or `server-error`,
-        which the real server can answer after storing) is looked up: the
-        module docstring's "look", and its table for what each failure comes to.
-        A look-up's answer is made here, not sent: `looked-up: true`, an
-        empty body, and `created` (`version`, `modified`) or `conflict`
-        whose `server-version` holds the write and need not be the newest.
+        which the real server can answer after storing, or `conflict` to a
+        resend) is looked up: the module docstring's table says what each
+        failure comes to, and its kinds of answer what a look-up makes up.
+        An `ok` or `created` answer to it is kept: the cached own PUBLISH.
         """
         if expected_version is not None:
             check_int("expected_version", expected_version, minimum=0)
@@ -644,9 +701,11 @@ def _parse_answer(data: bytes, whole: bool, doing: str) -> _Exchange:
 def _failed_exchange(error: requests.RequestException, doing: str) -> _Exchange:
     """The table's row for a request that raised `error` before its answer's headers were whole.
 
-    requests raises ConnectionError, ConnectTimeout, ReadTimeout, SSLError or ProxyError, wrapping
-    urllib3's MaxRetryError, whose `reason` wraps what failed (urllib3 1.26 and 2.x alike); the
-    cases below look through that wrapping (`_causes`), first match wins.  _read_answer sorts out
+    requests raises ConnectionError, ConnectTimeout, ReadTimeout, SSLError or ProxyError, most
+    wrapping urllib3's MaxRetryError, whose `reason` wraps what failed, and a connection closed
+    before any answer wrapping urllib3's ProtocolError, whose args hold http.client's error
+    (urllib3 1.26 and 2.x alike); the cases below look through either wrapping (`_causes`),
+    first match wins.  _read_answer sorts out
     what fails once the headers are in (a body cut off, too long, too slow, ...).
     """
     causes = _causes(error)
@@ -950,11 +1009,14 @@ def _appended(old: str, text: str) -> str:
 # test_hostile.py's trickling servers fail if any of these stops holding.
 
 class _DeadlineSocket:
-    """A connected socket whose reads together wait no longer than the timeout last set.
+    """A connected socket whose recv_into calls together wait no longer than the timeout last set.
 
     A socket timeout bounds each recv alone, so a server sending a byte now
-    and then could hold an answer forever; here every recv waits only for
-    what is left, and then raises socket.timeout.  All else is the socket's.
+    and then could hold an answer forever; here every recv_into waits only
+    for what is left, and then raises socket.timeout.  recv_into is the only
+    read bounded so, and the only one an answer is read through: http.client
+    reads the file `makefile` gives, whose reads it points here.  All else
+    (recv and sending included) is the socket's.
     """
 
     def __init__(self, sock):
