@@ -285,19 +285,8 @@ class MarkClient:
     ):
         parts = _check_url(base_url, session is not None or bool(proxies))
         _check_settings(token, timeout, proxies, verify)
-        if token and parts.scheme == "http" and not _is_loopback(parts.hostname) and not allow_insecure_http:
-            raise ValueError(
-                "the token is not sent over plain http:// to a non-loopback host; "
-                "use https://, or pass allow_insecure_http=True if the network is trusted"
-            )
-        proxy = _proxy_for(base_url, proxies, session)
-        if token and parts.scheme == "http" and proxy and not allow_insecure_http:
-            where = urlsplit(proxy)
-            raise ValueError(
-                f"the token is not sent over plain http:// through a proxy ({where.scheme}://{where.hostname}:"
-                f"{where.port}, from proxies, the session's or the environment's); use https://, or pass "
-                "allow_insecure_http=True if the network is trusted"
-            )
+        if token and parts.scheme == "http" and not allow_insecure_http:
+            _check_plain_http(base_url, proxies, session)
         self.base_url = base_url.rstrip("/")
         self.timeout = timeout
         self._token = token
@@ -308,7 +297,7 @@ class MarkClient:
             session = requests.Session()
             # Proxies come from the caller, never from HTTP_PROXY and the like: a plain
             # http:// proxy would see the token, which travels in the body.  (A session
-            # passed in keeps its trust_env: _proxy_for checked what it would take.)
+            # passed in keeps its trust_env: _check_plain_http checked what it would take.)
             session.trust_env = False
             session.verify = verify
         # The deadline holds on a session passed in too, for this server's URLs only.
@@ -964,12 +953,21 @@ def _checked_metadata(metadata) -> Dict[str, str]:
     return dict(metadata)
 
 
-def _proxy_for(url: str, proxies: Optional[Dict[str, str]], session: Optional[requests.Session]) -> Optional[str]:
-    """The proxy requests would send `url` through: `proxies`, else a session's own or, when
-    it trusts the environment, HTTP_PROXY and the like (requests' own merge and choice)."""
+def _check_plain_http(url: str, proxies: Optional[Dict[str, str]], session: Optional[requests.Session]) -> None:
+    """A token goes over plain http:// to a loopback host only, and through no proxy: neither
+    `proxies`, nor a session's own, nor one it would take from the environment (requests' own
+    merge and choice).  ValueError otherwise, naming the proxy without its credentials."""
+    if not _is_loopback(urlsplit(url).hostname):
+        raise ValueError("the token is not sent over plain http:// to a non-loopback host; "
+                         "use https://, or pass allow_insecure_http=True if the network is trusted")
     if session is not None:
         proxies = session.merge_environment_settings(url, dict(proxies or {}), None, None, None)["proxies"]
-    return select_proxy(url, proxies)
+    proxy = select_proxy(url, proxies)
+    if proxy:
+        where = urlsplit(proxy)
+        raise ValueError(f"the token is not sent over plain http:// through a proxy ({where.scheme}://"
+                         f"{where.netloc.rpartition('@')[2]}: given, the session's or the environment's); "
+                         "use https://, or pass allow_insecure_http=True if the network is trusted")
 
 
 def check_str(name: str, value) -> None:
