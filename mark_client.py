@@ -141,6 +141,8 @@ Every MarkError (status, may_have_landed), where it is raised:
   an earlier copy of the write went out.
 - `MarkResponse.number`: ("transport", False), no version under the key
   (inside a look-up: it cannot tell).
+- mark_quic.py's MarkErrors never reach the caller as they are: each is
+  the unsent row (nothing went out) or the lost row (the request did).
 - `MarkError.from_response`: the server's status, False; made by
   mark_publish and mark_sections, never raised here.  mark_publish raises
   ("overwritten", True) too.
