@@ -119,11 +119,12 @@ one when anything follows it, and markers use the document's line ending.
 Worked cases, one for each rule step and for each shape a conflict block
 prints in; `show` prints the merge's lines after "|", then explain()'s entries:
 
+    >>> from textwrap import fill
     >>> def show(base, ours, theirs):
     ...     for line in diff3(base, ours, theirs).merged.splitlines():
     ...         print("|", line)
     ...     for conflict in explain(base, ours, theirs):
-    ...         print(f"lines {conflict.start}-{conflict.end}: {conflict.why}")
+    ...         print(fill(f"lines {conflict.start}-{conflict.end}: {conflict.why}", 88))
 
 Step 1: theirs' new "Note." could sit before or after base's, which ours edits.
 
@@ -134,7 +135,8 @@ Step 1: theirs' new "Note." could sit before or after base's, which ours edits.
     | Note.
     | Note.
     | >>>>>>> theirs
-    lines 1-6: both sides changed base line 1, where theirs' change could sit anywhere among lines like its own (rule steps 1 and 3)
+    lines 1-6: both sides changed base line 1, where theirs' change could sit anywhere among
+    lines like its own (rule steps 1 and 3)
 
 Step 2: ours removes one "- x" of two; which one is not known, so its change
 spans both, and theirs' edit of the line between meets it.
@@ -149,7 +151,8 @@ spans both, and theirs' edit of the line between meets it.
     | >>>>>>> theirs
     | - x
     | C
-    lines 2-7: ours removed "- x", which base holds more than once, and which copy went is not known; the other side changed base lines 2-3 near a copy (rule step 2)
+    lines 2-7: ours removed "- x", which base holds more than once, and which copy went is
+    not known; the other side changed base lines 2-3 near a copy (rule step 2)
 
 Step 3: both sides change the same line, differently.
 
@@ -178,8 +181,10 @@ alone, would add it twice.  Each conflict block has one side empty.
     | =======
     | - x
     | >>>>>>> theirs
-    lines 3-6: the merge would hold "- x" more often than ours and than theirs: both may have added it (rule step 4)
-    lines 8-11: the merge would hold "- x" more often than ours and than theirs: both may have added it (rule step 4)
+    lines 3-6: the merge would hold "- x" more often than ours and than theirs: both may
+    have added it (rule step 4)
+    lines 8-11: the merge would hold "- x" more often than ours and than theirs: both may
+    have added it (rule step 4)
 
 Step 5: ours removes "b"; theirs moves it up, or removes "a" and adds one
 after "b".  The first reading merges to "a", "c", losing theirs' move; the
@@ -192,7 +197,8 @@ second to "b", "a", "c" (`trace()` shows both).
     | >>>>>>> theirs
     | a
     | c
-    lines 1-4: base lines 1-2 hold look-alike lines the diff can pair two ways, and the two ways merge differently (rule step 5)
+    lines 1-4: base lines 1-2 hold look-alike lines the diff can pair two ways, and the two
+    ways merge differently (rule step 5)
 
 Step 6: two conflicts with no base line between them print as one block,
 with one entry giving both reasons.
@@ -204,7 +210,9 @@ with one entry giving both reasons.
     | =======
     | >>>>>>> theirs
     | b
-    lines 2-5: the merge would hold "x" more often than ours and than theirs: both may have added it (rule step 4); the merge would hold "b" more often than ours and than theirs: both may have added it (rule step 4)
+    lines 2-5: the merge would hold "x" more often than ours and than theirs: both may have
+    added it (rule step 4); the merge would hold "b" more often than ours and than theirs:
+    both may have added it (rule step 4)
 
 A block whose sides are equal shows base's lines (here none) between them,
 as style="diff3" does, since only base shows what is in conflict:
@@ -222,8 +230,10 @@ as style="diff3" does, since only base shows what is in conflict:
     | =======
     | y
     | >>>>>>> theirs
-    lines 1-4: the merge would hold "y" more often than ours and than theirs: both may have added it (rule step 4)
-    lines 7-12: the merge would hold "y" more often than ours and than theirs: both may have added it (rule step 4)
+    lines 1-4: the merge would hold "y" more often than ours and than theirs: both may have
+    added it (rule step 4)
+    lines 7-12: the merge would hold "y" more often than ours and than theirs: both may have
+    added it (rule step 4)
 
 A block with one side empty shares nothing, so the other side's lines stay
 inside the markers, even those it kept from base ("a" here):
@@ -268,7 +278,8 @@ from operator import methodcaller
 from typing import Dict, List, NamedTuple, NoReturn, Optional, Sequence, Tuple, Union
 
 __version__ = "0.3.0"  # the release this file is from; vendored copies keep saying it
-__all__ = ["diff3", "explain", "Merge", "Conflict", "get_hunks", "split_lines", "join_lines", "main", "WORK_LIMIT"]
+__all__ = ["diff3", "explain", "trace", "Merge", "Conflict", "Trace", "TraceReading", "TraceChange", "TraceGroup",
+           "TraceDoubt", "get_hunks", "split_lines", "join_lines", "main", "WORK_LIMIT"]
 
 WORK_LIMIT = 50_000  # steps (diagonals tried, equal lines followed) Myers' search may take for a stretch, each way
 
@@ -669,8 +680,7 @@ def _readings(base: List[str], ours: List[str], theirs: List[str]) -> List[_Grou
     # Turned back: line i of a reversed text of length n is line n - 1 - i.
     backward = [_Group(n - g.hi, n - g.lo, g.mine[::-1], g.yours[::-1], None if g.taken is None else g.taken[::-1],
                        g.why) for g in reversed(_reading(base[::-1], ours[::-1], theirs[::-1], back_hunks))]
-    if not (ours_tied or theirs_tied):
-        _check_ties(base, forward, backward)
+    _check_ties((ours_tied, theirs_tied), forward, backward)
     sides = (ours, theirs)
     places = [_Places(hunks) for hunks in (ours_hunks, theirs_hunks)] + [
         _Places([Hunk(n - h.a_hi, n - h.a_lo, len(lines) - h.b_hi, len(lines) - h.b_lo) for h in reversed(hunks)])
@@ -963,10 +973,11 @@ def _note(*what) -> None:
         notes.append(what)
 
 
-def _check_ties(base: List[str], forward: List[_Group], backward: List[_Group]) -> None:
-    """With DIFF3_CHECK_TIES=1, the reversed reading is made where no diff broke a tie too;
-    raise AssertionError if its groups are not the same as the first reading's."""
-    differ = sorted({_key(g) for g in forward}.symmetric_difference(map(_key, backward)))
+def _check_ties(tied: Tuple[bool, bool], forward: List[_Group], backward: List[_Group]) -> None:
+    """Where no diff broke a tie (`tied`: ours', theirs'), the reversed reading is made only
+    with DIFF3_CHECK_TIES=1: raise AssertionError if its groups are not the same as the
+    first reading's, as `_diff` says they are."""
+    differ = [] if any(tied) else sorted({_key(g) for g in forward}.symmetric_difference(map(_key, backward)))
     if differ:
         raise AssertionError(f"DIFF3_CHECK_TIES: no diff broke a tie, yet the readings' groups differ "
                              f"at {_lines(differ[0][0], differ[0][1])}")
@@ -1045,7 +1056,8 @@ def _print_trace(t: Trace) -> None:
         for g in reading.groups:
             say(f"  group: {lines(g.base)}: ours {g.ours}, theirs {g.theirs}: {writes(g.clean, g.why)}")
     for d in t.doubts:
-        say(f"doubt: {lines(d.base)}, between firm lines {d.firm[0] or 'start'} and {d.firm[1] or 'end'}: "
+        firm = [f"firm line {n}" if n else f"the {end} of base" for n, end in zip(d.firm, ("start", "end"))]
+        say(f"doubt: {lines(d.base)}, between {firm[0]} and {firm[1]}: "
             f"as they are {writes(d.forward)}; reversed {writes(d.reversed)}")
     for g in t.blocks:
         say(f"block: {lines(g.base)}: {writes(g.clean, g.why)}")
