@@ -302,8 +302,7 @@ class Hunk(NamedTuple):  # a[a_lo:a_hi] became b[b_lo:b_hi]
     b_hi: int
 
 
-# What trace() returns.  Base lines (and a side's) are counted from 1, as explain() counts
-# them: (first, last) are lines first..last, and (k + 1, k) no line, the place after line k.
+# What trace() returns; its docstring says how lines are counted.
 
 class TraceChange(NamedTuple):  # one hunk of a side, as a change (rule steps 1 and 2)
     side: str  # "ours" or "theirs"
@@ -356,8 +355,10 @@ def diff3(base: str, ours: str, theirs: str, *, style: str = "merge",
 
 def explain(base: str, ours: str, theirs: str, *, style: str = "merge",
             labels: Union[Tuple[str, str, str], List[str]] = ("ours", "base", "theirs")) -> List[Conflict]:
-    """Why `diff3(base, ours, theirs, ...)` conflicts where it does: a `Conflict` for
-    each run of conflict blocks, with the lines of the merge it spans and the reason."""
+    """Why `diff3(base, ours, theirs, ...)` conflicts where it does: a `Conflict` for each
+    conflict block of rule step 6 (conflicts with no base line between them), with the
+    lines of the merge from its first marker to its last (several marker blocks, where
+    its sides share lines) and the reasons."""
     return _diff3(base, ours, theirs, style, labels)[1]
 
 
@@ -367,7 +368,9 @@ def trace(base: str, ours: str, theirs: str, *, style: str = "merge",
     made by hand: whether each diff broke a tie; per reading the hunks, the changes and
     their spans, the groups; step 5's doubts between firm lines; the blocks written.
     It is recorded as diff3 runs, not worked out again.  Where one side equals base, or
-    the sides are equal, diff3 does not diff, and the trace is empty.
+    the sides are equal, diff3 does not diff, and the trace is empty.  Lines are counted
+    from 1 in the texts as they are, the reversed reading's too: (first, last), and
+    (k + 1, k) for no line, the place after line k.
 
     Ours removes "b"; theirs moves it up, or removes "a" and adds one after "b":
 
@@ -391,7 +394,9 @@ def trace(base: str, ours: str, theirs: str, *, style: str = "merge",
     TraceGroup(base=(1, 0), ours=[], theirs=['b\\n'], clean=['b\\n'], why='')
     TraceGroup(base=(2, 2), ours=[], theirs=[], clean=[], why='')
 
-    The readings' groups differ; no line is firm above line 3, and there the first
+    A hunk is (base lines, the side's lines): read as they are, theirs removes base
+    line 1 and puts its line 2, "a", after base line 2; read reversed, it puts its line
+    1, "b", before base line 1 and removes base line 2.  The readings' groups differ; no line is firm above line 3, and there the first
     reading writes "a" (theirs' move lost), the second "b", "a": one conflict.
 
     >>> t.doubts
