@@ -12,6 +12,7 @@
     $ python -m diff3 OURS BASE THEIRS              # installed: mark-diff3; exit 0 clean, 1 conflicts, 2 trouble
     $ mark-diff3 OURS BASE THEIRS -o FILE           # as git's merge driver: writes the merge to FILE
     $ mark-diff3 --explain OURS BASE THEIRS         # also says on stderr why each conflict is one
+    $ mark-diff3 --trace OURS BASE THEIRS           # also shows on stderr what each rule step computed
 
 The principle: a merge is clean only when it does not depend on a choice
 the diff made arbitrarily.  So the merge is made twice, once on the texts
@@ -19,7 +20,9 @@ as they are and once on the texts with their lines in reverse order, which
 breaks every tie of the diff the other way; where the two readings write
 different text, or either conflicts, the merge conflicts there.  (Where no
 diff broke a tie, the second reading would give the same groups, so it is
-not made: `_diff` says whether a diff broke one, and why that suffices.)
+not made: `_diff` says whether a diff broke one, and why that suffices.
+DIFF3_CHECK_TIES=1 in the environment makes it there too and raises
+AssertionError if its groups are not the same; the tests run with it on.)
 
 The two-way diff (`get_hunks`) is Bram Cohen's patience diff, plainly:
 the lines both texts share at the start and end of a stretch are matched,
@@ -58,7 +61,8 @@ base's, "=======", theirs' lines, ">>>>>>> theirs").  The rule:
    lines they remove) more times than ours' changes do and more than theirs'
    do, each clean group holding it is a conflict, since both may have added
    it (`_doubled`).
-5. Steps 1-4 run again on the texts reversed; wherever the two readings'
+5. Where a diff broke a tie, steps 1-4 run again on the texts reversed
+   (elsewhere they would give the same groups); wherever the two readings'
    groups differ, the base lines between the nearest firm lines (both sides
    keep them in both readings, each reading pairs them alike, no group
    spans them) are clean if both readings write them alike without
@@ -69,8 +73,12 @@ base's, "=======", theirs' lines, ">>>>>>> theirs").  The rule:
    are equal (steps 4-6 can make one) shows base's lines too, as
    style="diff3" does (`_block`).
 
-`explain()` (or `mark-diff3 --explain`) gives, for each conflict, the lines
-of the merge it spans and the step that made it.  Where the rule and git's
+`explain()` (or `mark-diff3 --explain`) gives one entry for each conflict
+block of step 6 (conflicts with no base line between them are one block): the
+lines of the merge from its first marker to its last, and the steps that made
+it.  With style="merge" one block can print as several marker blocks, the
+lines both sides share between them; its entry spans them all.  `trace()` (or
+`mark-diff3 --trace`) shows what each step computed.  Where the rule and git's
 merge differ: edits of neighbouring lines merge, and a line both sides add
 at different places conflicts (step 4):
 
@@ -107,20 +115,171 @@ Lines are split on "\\n" only and keep their endings, so CRLF documents come
 back byte-identical where nothing changed; a last line without a newline gets
 one when anything follows it, and markers use the document's line ending.
 `had_conflict` comes from the rule, never from a search for markers.
+
+Worked cases, one for each rule step and for each shape a conflict block
+prints in; `show` prints the merge's lines after "|", then explain()'s entries:
+
+    >>> from textwrap import fill
+    >>> def show(base, ours, theirs):
+    ...     for line in diff3(base, ours, theirs).merged.splitlines():
+    ...         print("|", line)
+    ...     for conflict in explain(base, ours, theirs):
+    ...         print(fill(f"lines {conflict.start}-{conflict.end}: {conflict.why}", 88))
+
+Step 1: theirs' new "Note." could sit before or after base's, which ours edits.
+
+    >>> show("Note.\\n", "Note!\\n", "Note.\\nNote.\\n")
+    | <<<<<<< ours
+    | Note!
+    | =======
+    | Note.
+    | Note.
+    | >>>>>>> theirs
+    lines 1-6: both sides changed base line 1, where theirs' change could sit anywhere among
+    lines like its own (rule steps 1 and 3)
+
+Step 2: ours removes one "- x" of two; which one is not known, so its change
+spans both, and theirs' edit of the line between meets it.
+
+    >>> show("A\\n- x\\nB\\n- x\\nC\\n", "A\\nB\\n- x\\nC\\n", "A\\n- x\\nB2\\n- x\\nC\\n")
+    | A
+    | <<<<<<< ours
+    | B
+    | =======
+    | - x
+    | B2
+    | >>>>>>> theirs
+    | - x
+    | C
+    lines 2-7: ours removed "- x", which base holds more than once, and which copy went is
+    not known; the other side changed base lines 2-3 near a copy (rule step 2)
+
+Step 3: both sides change the same line, differently.
+
+    >>> show("a\\nb\\nc\\n", "a\\nX\\nc\\n", "a\\nY\\nc\\n")
+    | a
+    | <<<<<<< ours
+    | X
+    | =======
+    | Y
+    | >>>>>>> theirs
+    | c
+    lines 2-6: both sides changed base line 2 (rule step 3)
+
+Step 4: each side adds "- x", at different places: two groups, each clean
+alone, would add it twice.  Each conflict block has one side empty.
+
+    >>> show("# A\\n- a\\n# B\\n", "# A\\n- a\\n- x\\n# B\\n", "# A\\n- a\\n# B\\n- x\\n")
+    | # A
+    | - a
+    | <<<<<<< ours
+    | - x
+    | =======
+    | >>>>>>> theirs
+    | # B
+    | <<<<<<< ours
+    | =======
+    | - x
+    | >>>>>>> theirs
+    lines 3-6: the merge would hold "- x" more often than ours and than theirs: both may
+    have added it (rule step 4)
+    lines 8-11: the merge would hold "- x" more often than ours and than theirs: both may
+    have added it (rule step 4)
+
+Step 5: ours removes "b"; theirs moves it up, or removes "a" and adds one
+after "b".  The first reading merges to "a", "c", losing theirs' move; the
+second to "b", "a", "c" (`trace()` shows both).
+
+    >>> show("a\\nb\\nc\\n", "a\\nc\\n", "b\\na\\nc\\n")
+    | <<<<<<< ours
+    | =======
+    | b
+    | >>>>>>> theirs
+    | a
+    | c
+    lines 1-4: base lines 1-2 hold look-alike lines the diff can pair two ways, and the two
+    ways merge differently (rule step 5)
+
+Step 6: two conflicts with no base line between them print as one block,
+with one entry giving both reasons.
+
+    >>> show("a\\n", "x\\na\\nb\\n", "x\\nb\\n")
+    | x
+    | <<<<<<< ours
+    | a
+    | =======
+    | >>>>>>> theirs
+    | b
+    lines 2-5: the merge would hold "x" more often than ours and than theirs: both may have
+    added it (rule step 4); the merge would hold "b" more often than ours and than theirs:
+    both may have added it (rule step 4)
+
+A block whose sides are equal shows base's lines (here none) between them,
+as style="diff3" does, since only base shows what is in conflict:
+
+    >>> show("b\\na\\n", "b\\ny\\na\\ny\\n", "y\\na\\ny\\n")
+    | <<<<<<< ours
+    | b
+    | =======
+    | >>>>>>> theirs
+    | y
+    | a
+    | <<<<<<< ours
+    | y
+    | ||||||| base
+    | =======
+    | y
+    | >>>>>>> theirs
+    lines 1-4: the merge would hold "y" more often than ours and than theirs: both may have
+    added it (rule step 4)
+    lines 7-12: the merge would hold "y" more often than ours and than theirs: both may have
+    added it (rule step 4)
+
+A block with one side empty shares nothing, so the other side's lines stay
+inside the markers, even those it kept from base ("a" here):
+
+    >>> show("a\\nb\\n", "a\\nB\\n", "")
+    | <<<<<<< ours
+    | a
+    | B
+    | =======
+    | >>>>>>> theirs
+    lines 1-5: theirs removed every line, and ours changed the document (rule step 3)
+
+One block prints as several marker blocks where its sides share lines, the
+shared lines between them; its one entry spans them all:
+
+    >>> show("p\\nq\\nr\\n", "p\\nX\\nY\\nW\\n", "p\\nZ\\nY\\nV\\n")
+    | p
+    | <<<<<<< ours
+    | X
+    | =======
+    | Z
+    | >>>>>>> theirs
+    | Y
+    | <<<<<<< ours
+    | W
+    | =======
+    | V
+    | >>>>>>> theirs
+    lines 2-12: both sides changed base lines 2-3 (rule step 3)
 """
 
 
 import argparse
 import bisect
 import difflib
+import os
 import sys
 from collections import Counter
+from contextvars import ContextVar
 from itertools import chain
 from operator import methodcaller
 from typing import Dict, List, NamedTuple, NoReturn, Optional, Sequence, Tuple, Union
 
 __version__ = "0.3.0"  # the release this file is from; vendored copies keep saying it
-__all__ = ["diff3", "explain", "Merge", "Conflict", "get_hunks", "split_lines", "join_lines", "main", "WORK_LIMIT"]
+__all__ = ["diff3", "explain", "trace", "Merge", "Conflict", "Trace", "TraceReading", "TraceChange", "TraceGroup",
+           "TraceDoubt", "get_hunks", "split_lines", "join_lines", "main", "WORK_LIMIT"]
 
 WORK_LIMIT = 50_000  # steps (diagonals tried, equal lines followed) Myers' search may take for a stretch, each way
 
@@ -143,6 +302,44 @@ class Hunk(NamedTuple):  # a[a_lo:a_hi] became b[b_lo:b_hi]
     b_hi: int
 
 
+# What trace() returns; its docstring says how lines are counted.
+
+class TraceChange(NamedTuple):  # one hunk of a side, as a change (rule steps 1 and 2)
+    side: str  # "ours" or "theirs"
+    base: Tuple[int, int]  # the base lines its hunk replaces
+    span: Tuple[int, int]  # the base lines it spans: beside it, lines like its own (step 1); copies (step 2)
+    copies: Optional[str]  # step 2: the line base holds more than once that it removes; else None
+
+
+class TraceGroup(NamedTuple):  # changes that meet (rule steps 3 and 4), or a block the merge writes
+    base: Tuple[int, int]  # the base lines its changes span
+    ours: List[str]  # what ours makes of those lines
+    theirs: List[str]  # what theirs makes of them
+    clean: Optional[List[str]]  # the text written there if clean; None: a conflict
+    why: str  # for a conflict, what made it one (explain()'s words); else ""
+
+
+class TraceReading(NamedTuple):  # rule steps 1-4 on the texts as they are, or reversed
+    reversed: bool  # the texts' lines in reverse order (all still counted as the texts as they are)
+    hunks: Tuple[List[Tuple[Tuple[int, int], Tuple[int, int]]], ...]  # ours', theirs': (base lines, side's lines)
+    changes: List[TraceChange]  # both sides', by span, ours first
+    groups: List[TraceGroup]  # (reversed: a group's `why`, which no block shows, counts the lines reversed)
+
+
+class TraceDoubt(NamedTuple):  # rule step 5: where the readings' groups differ
+    base: Tuple[int, int]  # the base lines between the nearest firm lines
+    firm: Tuple[Optional[int], Optional[int]]  # those firm lines; None: the start or the end of base
+    forward: Optional[List[str]]  # what the groups of the texts as they are write there; None: a conflict
+    reversed: Optional[List[str]]  # what those of the texts reversed write there
+
+
+class Trace(NamedTuple):
+    tied: Tuple[bool, bool]  # whether the diff of base to ours, and to theirs, broke a tie
+    readings: List[TraceReading]  # the texts as they are; then reversed, if a diff broke a tie (step 5)
+    doubts: List[TraceDoubt]  # step 5 (none when the texts are read once)
+    blocks: List[TraceGroup]  # what the merge writes, in order, conflicts with no base line between joined (step 6)
+
+
 def diff3(base: str, ours: str, theirs: str, *, style: str = "merge",
           labels: Union[Tuple[str, str, str], List[str]] = ("ours", "base", "theirs")) -> Merge:
     """Merge the changes from `base` to `ours` and from `base` to `theirs`.
@@ -158,9 +355,57 @@ def diff3(base: str, ours: str, theirs: str, *, style: str = "merge",
 
 def explain(base: str, ours: str, theirs: str, *, style: str = "merge",
             labels: Union[Tuple[str, str, str], List[str]] = ("ours", "base", "theirs")) -> List[Conflict]:
-    """Why `diff3(base, ours, theirs, ...)` conflicts where it does: a `Conflict` for
-    each run of conflict blocks, with the lines of the merge it spans and the reason."""
+    """Why `diff3(base, ours, theirs, ...)` conflicts where it does: a `Conflict` for each
+    conflict block of rule step 6 (conflicts with no base line between them), with the
+    lines of the merge from its first marker to its last (several marker blocks, where
+    its sides share lines) and the reasons."""
     return _diff3(base, ours, theirs, style, labels)[1]
+
+
+def trace(base: str, ours: str, theirs: str, *, style: str = "merge",
+          labels: Union[Tuple[str, str, str], List[str]] = ("ours", "base", "theirs")) -> Trace:
+    """What `diff3(base, ours, theirs, ...)` computes at each rule step, to check a trace
+    made by hand: whether each diff broke a tie; per reading the hunks, the changes and
+    their spans, the groups; step 5's doubts between firm lines; the blocks written.
+    It is recorded as diff3 runs, not worked out again.  Where one side equals base, or
+    the sides are equal, diff3 does not diff, and the trace is empty.  Lines are counted
+    from 1 in the texts as they are, the reversed reading's too: (first, last), and
+    (k + 1, k) for no line, the place after line k.
+
+    Ours removes "b"; theirs moves it up, or removes "a" and adds one after "b":
+
+    >>> t = trace("a\\nb\\nc\\n", "a\\nc\\n", "b\\na\\nc\\n")
+    >>> t.tied  # theirs' diff broke a tie, so the texts are read reversed too (rule step 5)
+    (False, True)
+    >>> for reading in t.readings:
+    ...     print("reversed:" if reading.reversed else "as they are:", reading.hunks)
+    ...     print(*reading.changes, *reading.groups, sep="\\n")
+    as they are: ([((2, 2), (2, 1))], [((1, 1), (1, 0)), ((3, 2), (2, 2))])
+    TraceChange(side='theirs', base=(1, 1), span=(1, 1), copies=None)
+    TraceChange(side='ours', base=(2, 2), span=(2, 2), copies=None)
+    TraceChange(side='theirs', base=(3, 2), span=(3, 2), copies=None)
+    TraceGroup(base=(1, 1), ours=['a\\n'], theirs=[], clean=[], why='')
+    TraceGroup(base=(2, 2), ours=[], theirs=['b\\n'], clean=[], why='')
+    TraceGroup(base=(3, 2), ours=[], theirs=['a\\n'], clean=['a\\n'], why='')
+    reversed: ([((2, 2), (2, 1))], [((1, 0), (1, 1)), ((2, 2), (3, 2))])
+    TraceChange(side='theirs', base=(1, 0), span=(1, 0), copies=None)
+    TraceChange(side='ours', base=(2, 2), span=(2, 2), copies=None)
+    TraceChange(side='theirs', base=(2, 2), span=(2, 2), copies=None)
+    TraceGroup(base=(1, 0), ours=[], theirs=['b\\n'], clean=['b\\n'], why='')
+    TraceGroup(base=(2, 2), ours=[], theirs=[], clean=[], why='')
+
+    A hunk is (base lines, the side's lines): read as they are, theirs removes base
+    line 1 and puts its line 2, "a", after base line 2; read reversed, it puts its line
+    1, "b", before base line 1 and removes base line 2.  The readings' groups differ; no line is firm above line 3, and there the first
+    reading writes "a" (theirs' move lost), the second "b", "a": one conflict.
+
+    >>> t.doubts
+    [TraceDoubt(base=(1, 2), firm=(None, 3), forward=['a\\n'], reversed=['b\\n', 'a\\n'])]
+    >>> t.blocks  # doctest: +NORMALIZE_WHITESPACE
+    [TraceGroup(base=(1, 2), ours=['a\\n'], theirs=['b\\n', 'a\\n'], clean=None, why='base lines 1-2 hold
+     look-alike lines the diff can pair two ways, and the two ways merge differently (rule step 5)')]
+    """
+    return _trace(base, ours, theirs, style, labels)[1]
 
 
 def _diff3(base: str, ours: str, theirs: str, style: str,
@@ -411,6 +656,7 @@ def _merge(base: List[str], ours: List[str], theirs: List[str], markers: tuple,
                                 blocks[-1].yours + group.yours, None, why)
         else:
             blocks.append(group)
+    _note("blocks", blocks)
     out: List[str] = []
     conflicts: List[Conflict] = []
     pos = 0
@@ -430,14 +676,16 @@ def _readings(base: List[str], ours: List[str], theirs: List[str]) -> List[_Grou
     """The groups of the texts as they are, checked against those of the texts reversed
     (rule step 5)."""
     (ours_hunks, ours_tied), (theirs_hunks, theirs_tied) = _diff(base, ours), _diff(base, theirs)
+    _note("tied", ours_tied, theirs_tied)
     forward = _reading(base, ours, theirs, [ours_hunks, theirs_hunks])
-    if not (ours_tied or theirs_tied):
-        return forward  # the texts reversed give the same groups (`_diff` says why)
+    if not (ours_tied or theirs_tied) and os.environ.get("DIFF3_CHECK_TIES") != "1":
+        return forward  # the texts reversed give the same groups (`_diff` says why; DIFF3_CHECK_TIES=1 checks it)
     n = len(base)
     back_hunks = [get_hunks(base[::-1], ours[::-1]), get_hunks(base[::-1], theirs[::-1])]
     # Turned back: line i of a reversed text of length n is line n - 1 - i.
     backward = [_Group(n - g.hi, n - g.lo, g.mine[::-1], g.yours[::-1], None if g.taken is None else g.taken[::-1],
                        g.why) for g in reversed(_reading(base[::-1], ours[::-1], theirs[::-1], back_hunks))]
+    _check_ties((ours_tied, theirs_tied), forward, backward)
     sides = (ours, theirs)
     places = [_Places(hunks) for hunks in (ours_hunks, theirs_hunks)] + [
         _Places([Hunk(n - h.a_hi, n - h.a_lo, len(lines) - h.b_hi, len(lines) - h.b_lo) for h in reversed(hunks)])
@@ -481,6 +729,7 @@ def _doubts(base: List[str], forward: List[_Group], backward: List[_Group],
         while hi < len(base) and not firm(hi):
             hi += 1
         doubts.append((lo, hi))
+    _note("doubts", base, forward, backward, doubts)
     return doubts
 
 
@@ -540,7 +789,9 @@ def _reading(base: List[str], ours: List[str], theirs: List[str], hunks: List[Li
         mine, yours = _apply(base, lo, hi, members, OURS), _apply(base, lo, hi, members, THEIRS)
         taken = _taken(base[lo:hi], mine, yours)
         groups.append(_Group(lo, hi, mine, yours, taken, "" if taken is not None else _why(base, lo, hi, members)))
-    return _doubled(base, changes, groups)
+    groups = _doubled(base, changes, groups)
+    _note("reading", base, ours, theirs, hunks, changes, groups)
+    return groups
 
 
 def _changes(base: List[str], lines: List[str], side: int, hunks: List[Hunk], in_base: Counter) -> List[_Change]:
@@ -713,12 +964,117 @@ def _block(old: List[str], mine: List[str], yours: List[str], markers: tuple,
     return out + mine[m:], hunks[0].a_lo, len(out) - 1
 
 
+# ------------------------------------------------------------------- the trace
+
+# While trace() runs, the notes the merge's steps make (else None: nothing is kept).  A
+# context variable, so that merges in other threads or tasks are not noted meanwhile.
+_notes: ContextVar[Optional[List[tuple]]] = ContextVar("diff3 notes", default=None)
+
+
+def _note(*what) -> None:
+    """Keep what a step computed, if trace() runs."""
+    notes = _notes.get()
+    if notes is not None:
+        notes.append(what)
+
+
+def _check_ties(tied: Tuple[bool, bool], forward: List[_Group], backward: List[_Group]) -> None:
+    """Where no diff broke a tie (`tied`: ours', theirs'), the reversed reading is made only
+    with DIFF3_CHECK_TIES=1: raise AssertionError if its groups are not the same as the
+    first reading's, as `_diff` says they are."""
+    differ = [] if any(tied) else sorted({_key(g) for g in forward}.symmetric_difference(map(_key, backward)))
+    if differ:
+        raise AssertionError(f"DIFF3_CHECK_TIES: no diff broke a tie, yet the readings' groups differ "
+                             f"at {_lines(differ[0][0], differ[0][1])}")
+
+
+def _trace(base: str, ours: str, theirs: str, style: str,
+           labels: Sequence[str]) -> Tuple[Tuple[Merge, List[Conflict]], Trace]:
+    """_diff3(...), and the trace of what it computed."""
+    notes: List[tuple] = []
+    token = _notes.set(notes)
+    try:
+        result = _diff3(base, ours, theirs, style, labels)
+    finally:
+        _notes.reset(token)
+    tied, readings, doubts, blocks = (False, False), [], [], []
+    for kind, *what in notes:
+        if kind == "tied":
+            tied = (what[0], what[1])
+        elif kind == "reading":  # the texts as they are, then reversed
+            readings.append(_traced_reading(bool(readings), *what))
+        elif kind == "doubts":
+            lines, forward, backward, spans = what
+            doubts = [TraceDoubt((lo + 1, hi), (lo or None, hi + 1 if hi < len(lines) else None),
+                                 *(_text(lines, [g for g in groups if lo <= g.lo and g.hi <= hi], lo, hi)
+                                   for groups in (forward, backward))) for lo, hi in spans]
+        else:
+            blocks = [_traced_group(g, 0, False) for g in what[0]]
+    return result, Trace(tied, readings, doubts, blocks)
+
+
+def _traced_reading(back: bool, base: List[str], ours: List[str], theirs: List[str],
+                    hunks: List[List[Hunk]], changes: List[_Change], groups: List[_Group]) -> TraceReading:
+    """A reading as `_reading` noted it, counted as the trace counts (turned back if `back`)."""
+    n = len(base)
+    order = reversed if back else iter
+    traced_hunks = tuple([(_from1(h.a_lo, h.a_hi, n, back), _from1(h.b_lo, h.b_hi, len(lines), back))
+                          for h in order(side_hunks)] for lines, side_hunks in zip((ours, theirs), hunks))
+    traced_changes = sorted((TraceChange(SIDES[c.side], _from1(c.lo, c.hi, n, back), _from1(c.top, c.bottom, n, back),
+                                         c.copied) for c in changes), key=lambda c: (c.span, c.side))
+    return TraceReading(back, traced_hunks, traced_changes, [_traced_group(g, n, back) for g in order(groups)])
+
+
+def _traced_group(g: _Group, n: int, back: bool) -> TraceGroup:
+    """A group (of base's `n` lines, reversed if `back`) as the trace shows it."""
+    step = -1 if back else 1
+    return TraceGroup(_from1(g.lo, g.hi, n, back), g.mine[::step], g.yours[::step],
+                      None if g.taken is None else g.taken[::step], g.why)
+
+
+def _from1(lo: int, hi: int, n: int, back: bool) -> Tuple[int, int]:
+    """Lines lo..hi-1 of a text of `n` lines (reversed, if `back`) as (first, last) of the
+    text as it is, counted from 1."""
+    return (n - hi + 1, n - lo) if back else (lo + 1, hi)
+
+
+def _print_trace(t: Trace) -> None:
+    """The trace on stderr, in words, as `mark-diff3 --trace` shows it."""
+    def say(*words: str) -> None:
+        print(*words, sep="", file=sys.stderr)
+
+    def lines(first_last: Tuple[int, int], text: str = "base") -> str:
+        return _lines(first_last[0] - 1, first_last[1]).replace("base", text)
+
+    def writes(text: Optional[List[str]], why: str = "") -> str:
+        return f"clean, writes {text}" if text is not None else "a conflict" + (": " + why if why else "")
+
+    say("mark-diff3: trace (lines counted from 1; a diff that broke a tie: ours' ", "yes" if t.tied[0] else "no",
+        ", theirs' ", "yes" if t.tied[1] else "no", ")")
+    for reading in t.readings:
+        say("the texts ", "reversed (rule step 5)" if reading.reversed else "as they are", ":")
+        for side, hunks in zip(SIDES, reading.hunks):
+            say(f"  {side}' hunks: ", "; ".join(f"{lines(b)} became {lines(s, side + chr(39))}" for b, s in hunks))
+        for c in reading.changes:
+            copies = f", with every copy of {c.copies!r} near it (step 2)" if c.copies else ""
+            say(f"  change of {c.side}: {lines(c.base)}, spanning {lines(c.span)}{copies}")
+        for g in reading.groups:
+            say(f"  group: {lines(g.base)}: ours {g.ours}, theirs {g.theirs}: {writes(g.clean, g.why)}")
+    for d in t.doubts:
+        firm = [f"firm line {n}" if n else f"the {end} of base" for n, end in zip(d.firm, ("start", "end"))]
+        say(f"doubt: {lines(d.base)}, between {firm[0]} and {firm[1]}: "
+            f"as they are {writes(d.forward)}; reversed {writes(d.reversed)}")
+    for g in t.blocks:
+        say(f"block: {lines(g.base)}: {writes(g.clean, g.why)}")
+
+
 # ------------------------------------------------------------- command line
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    """`python -m diff3 OURS BASE THEIRS [-o FILE] [--explain]`: the merge to stdout or
-    FILE (with --explain, a line on stderr for each conflict: its merged lines and why);
-    exit 0 clean, 1 conflicts, 2 trouble (one line on stderr)."""
+    """`python -m diff3 OURS BASE THEIRS [-o FILE] [--explain] [--trace]`: the merge to stdout
+    or FILE (with --explain, a line on stderr for each conflict: its merged lines and why;
+    with --trace, before those, the trace in words); exit 0 clean, 1 conflicts, 2 trouble
+    (one line on stderr)."""
     parser = argparse.ArgumentParser(prog="mark-diff3", description=(
         "Three-way merge of text files with git-style conflict markers. As git's merge driver: "
         'git config merge.mark.driver "mark-diff3 %A %O %B -o %A"'))
@@ -731,6 +1087,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("-o", "--output", metavar="FILE", help="write the merge to FILE instead of stdout")
     parser.add_argument("--explain", action="store_true",
                         help="say on stderr, for each conflict, its lines in the merge and why it is one")
+    parser.add_argument("--trace", action="store_true",
+                        help="show on stderr what each rule step computed, as trace() returns it")
     parser.error = _bad_argument  # one line, not argparse's usage and message
     args = parser.parse_args(argv)
     paths = (args.ours, args.base, args.theirs)
@@ -748,7 +1106,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             why = f"not UTF-8 (byte {error.start})" if isinstance(error, UnicodeDecodeError) else error.strerror or error
             print(f"mark-diff3: {path}: {why}", file=sys.stderr)
             return 2
-    (merged, had_conflict), conflicts = _diff3(texts[1], texts[0], texts[2], "diff3" if args.diff3 else "merge", labels)
+    merging = (texts[1], texts[0], texts[2], "diff3" if args.diff3 else "merge", labels)
+    ((merged, had_conflict), conflicts), traced = _trace(*merging) if args.trace else (_diff3(*merging), None)
     try:
         if args.output is None:
             sys.stdout.buffer.write(merged.encode("utf-8"))
@@ -759,6 +1118,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except OSError as error:  # (a closed pipe too: exit 1 would read as "conflicts")
         print(f"mark-diff3: {args.output or 'stdout'}: {error.strerror or error}", file=sys.stderr)
         return 2
+    if traced is not None:
+        _print_trace(traced)
     for conflict in conflicts if args.explain else ():
         print(f"mark-diff3: lines {conflict.start}-{conflict.end}: {conflict.why}", file=sys.stderr)
     return 1 if had_conflict else 0

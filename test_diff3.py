@@ -10,7 +10,7 @@ import sys
 import pytest
 
 import diff3 as diff3_module
-from diff3 import Merge, diff3, explain, get_hunks, main
+from diff3 import Merge, diff3, explain, get_hunks, main, split_lines, trace
 from testkit import SHAPES, generate
 
 START = "<<<<<<< ours\n"  # the marker lines of a conflict block
@@ -933,3 +933,122 @@ def test_python_dash_m(files):
     run = subprocess.run([sys.executable, "-m", "diff3", p["ours"], p["base"], p["theirs"]],
                          capture_output=True, cwd=diff3_module.__file__.rsplit("/", 1)[0])
     assert (run.returncode, run.stdout, run.stderr) == (0, b"a\r\nX\r\nc", b"")
+
+
+# ------------------------------------------- trace(), and the tie shortcut checked (issue 41)
+
+def every_reproduction():
+    """(base, ours, theirs) of each case in this file's tables, both ways round."""
+    triples = [row[1:4] for row in CASES + REPRODUCTIONS + NEEDED + EXPLAINED]
+    return triples + [(base, theirs, ours) for base, ours, theirs in triples]
+
+
+def merged_with_ties_checked(triples, monkeypatch):
+    """Merge each triple with DIFF3_CHECK_TIES=1: the same merges as without it (the check raises
+    if a shortcut was wrong); how many had no tie broken, and were read reversed all the same."""
+    plain = [diff3(*triple) for triple in triples]
+    monkeypatch.setenv("DIFF3_CHECK_TIES", "1")
+    assert [diff3(*triple) for triple in triples] == plain
+    traces = [trace(*triple) for triple in triples]
+    assert all(len(t.readings) == 2 for t in traces if t.readings)
+    return sum(t.tied == (False, False) for t in traces if t.readings)
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_the_tie_shortcut_holds_on_every_bench_shape(shape, monkeypatch):
+    cases = [generate(shape, seed) for seed in range(300)]
+    triples = [(c.base, c.ours, c.theirs) for c in cases] + [(c.base, c.theirs, c.ours) for c in cases]
+    assert merged_with_ties_checked(triples, monkeypatch) > 100
+
+
+def test_the_tie_shortcut_holds_on_every_reproduction(monkeypatch):
+    assert merged_with_ties_checked(every_reproduction(), monkeypatch) > 50
+
+
+def test_the_tie_check_is_off_by_default_and_catches_an_unreported_tie(monkeypatch):
+    base, ours, theirs = "a\nb\nc\n", "a\nc\n", "b\na\nc\n"  # step 5's worked case: theirs' diff breaks a tie
+    assert len(trace(base, "a\nB\nc\n", theirs).readings) == 2
+    assert len(trace(base, "a\nB\nc\n", "a\nb\nC\n").readings) == 1  # no tie: read once
+    plain_diff = diff3_module._diff
+    monkeypatch.setattr(diff3_module, "_diff", lambda a, b: (plain_diff(a, b)[0], False))
+    assert diff3(base, ours, theirs) == Merge("a\nc\n", False)  # the shortcut, misled, loses theirs' move
+    monkeypatch.setenv("DIFF3_CHECK_TIES", "1")
+    with pytest.raises(AssertionError, match="DIFF3_CHECK_TIES: no diff broke a tie, yet the readings' groups differ"):
+        diff3(base, ours, theirs)
+
+
+def patched(base, hunks, side):
+    """Base's lines with each hunk ((first, last) of base, (first, last) of the side, from 1) applied."""
+    out, pos = [], 0
+    for (base_first, base_last), (first, last) in hunks:
+        out += base[pos:base_first - 1] + side[first - 1:last]
+        pos = base_last
+    return out + base[pos:]
+
+
+def check_trace(base, ours, theirs):
+    """What trace() says of a merge agrees with the texts and with what diff3 and explain() give."""
+    t = trace(base, ours, theirs)
+    merged, conflict = diff3(base, ours, theirs)
+    b, o, th = map(split_lines, (base, ours, theirs))
+    assert len(t.readings) == (1 + any(t.tied) if t.readings else 0)
+    for reading in t.readings:
+        assert [patched(b, hunks, lines) for lines, hunks in zip((o, th), reading.hunks)] == [o, th]
+        assert sorted((c.side, c.base) for c in reading.changes) == sorted(
+            (side, hunk[0]) for side, hunks in zip(("ours", "theirs"), reading.hunks) for hunk in hunks)
+        assert all(c.span[0] <= c.base[0] and c.base[1] <= c.span[1] for c in reading.changes)
+        assert all(g.clean in (None, g.ours, g.theirs) for g in reading.groups)  # step 3: one side's text
+    for d in t.doubts:  # step 5: clean where both readings write alike, else one conflict
+        alike = d.forward is not None and d.forward == d.reversed
+        step5 = [g for g in t.blocks if g.base[0] <= d.base[0] and d.base[1] <= g.base[1] and "(rule step 5)" in g.why]
+        assert bool(step5) != alike, (base, ours, theirs)
+    assert [g.why for g in t.blocks if g.clean is None] == [c.why for c in explain(base, ours, theirs)]
+    if t.blocks and not conflict and all(text.endswith("\n") for text in (base, ours, theirs) if text):
+        written, pos = [], 0
+        for g in t.blocks:
+            written += b[pos:g.base[0] - 1] + g.clean
+            pos = g.base[1]
+        assert "".join(written + b[pos:]) == merged
+    return t
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_trace_is_the_merge_step_by_step(shape):
+    for seed in range(150):
+        case = generate(shape, seed)
+        check_trace(case.base, case.ours, case.theirs)
+        check_trace(case.base, case.theirs, case.ours)
+
+
+def test_trace_of_each_reproduction():
+    traces = [check_trace(*triple) for triple in every_reproduction()]
+    assert sum(len(t.readings) == 2 for t in traces) > 5 and sum(bool(t.doubts) for t in traces) > 5
+    assert trace("a\n", "a\n", "b\n") == trace("a\n", "b\n", "b\n") == ((False, False), [], [], [])
+    with pytest.raises(TypeError, match="ours"):
+        trace("a\n", None, "b\n")
+
+
+def test_cli_trace_on_stderr_leaves_the_merge_and_exit_code(files, capsysbinary):
+    for base, ours, theirs in [("a\nb\nc\n", "a\nc\n", "b\na\nc\n"), CASES_BY_NAME["different change"][1:4],
+                               NEEDED[2][1:4], EXPLAINED[-1][1:4]]:
+        p = files(ours=ours, base=base, theirs=theirs)
+        args = [p["ours"], p["base"], p["theirs"]]
+        code = main(args)
+        plain = capsysbinary.readouterr()
+        assert main(args + ["--trace"]) == code
+        traced = capsysbinary.readouterr()
+        assert traced.out == plain.out and plain.err == b""
+        lines = traced.err.decode().splitlines()
+        assert lines[0].startswith("mark-diff3: trace (lines counted from 1;")
+        blocks = [line for line in lines if line.startswith("block: ")]
+        assert len(blocks) == len(trace(base, ours, theirs).blocks)
+    assert lines[1:3] == ["the texts as they are:", "  ours' hunks: base lines 2-3 became the place after ours' line 1; "
+                          "the place after base line 4 became ours' lines 3-4"]
+    p = files(ours="a\nc\n", base="a\nb\nc\n", theirs="b\na\nc\n")
+    assert main([p["ours"], p["base"], p["theirs"], "--trace", "--explain"]) == 1
+    err = capsysbinary.readouterr().err.decode()
+    assert "\nthe texts reversed (rule step 5):\n  ours' hunks: base line 2 became the place after ours' line 1\n" in err
+    assert "\ndoubt: base lines 1-2, between the start of base and firm line 3: as they are clean, writes ['a\\n']; " \
+           "reversed clean, writes ['b\\n', 'a\\n']\nblock: base lines 1-2: a conflict: base lines 1-2 hold " in err
+    assert err.endswith("\nmark-diff3: lines 1-4: base lines 1-2 hold look-alike lines the diff can pair two ways, "
+                        "and the two ways merge differently (rule step 5)\n")
