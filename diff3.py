@@ -388,6 +388,7 @@ class _Change(NamedTuple):  # one side's hunk: base[lo:hi] became `lines`; base[
     side: int
     lines: List[str]
     copied: Optional[str] = None  # rule step 2: a repeated line it removes (the first, sorted)
+    framed: bool = False  # rule step 1: an insertion set at its one place after a blank line, ending blank
 
 
 class _Group(NamedTuple):  # changes that meet, over base[lo:hi]: what ours and theirs make of those lines
@@ -437,7 +438,7 @@ def _readings(base: List[str], ours: List[str], theirs: List[str]) -> List[_Grou
     back_hunks = [get_hunks(base[::-1], ours[::-1]), get_hunks(base[::-1], theirs[::-1])]
     # Turned back: line i of a reversed text of length n is line n - 1 - i.
     backward = [_Group(n - g.hi, n - g.lo, g.mine[::-1], g.yours[::-1], None if g.taken is None else g.taken[::-1],
-                       g.why) for g in reversed(_reading(base[::-1], ours[::-1], theirs[::-1], back_hunks))]
+                       g.why) for g in reversed(_reading(base[::-1], ours[::-1], theirs[::-1], back_hunks, True))]
     sides = (ours, theirs)
     places = [_Places(hunks) for hunks in (ours_hunks, theirs_hunks)] + [
         _Places([Hunk(n - h.a_hi, n - h.a_lo, len(lines) - h.b_hi, len(lines) - h.b_lo) for h in reversed(hunks)])
@@ -530,22 +531,27 @@ def _lines(lo: int, hi: int) -> str:
     return f"base line {lo + 1}" if hi == lo + 1 else f"base lines {lo + 1}-{hi}"
 
 
-def _reading(base: List[str], ours: List[str], theirs: List[str], hunks: List[List[Hunk]]) -> List[_Group]:
-    """One reading's groups (rule steps 1-4), from the hunks of ours and of theirs."""
+def _reading(base: List[str], ours: List[str], theirs: List[str], hunks: List[List[Hunk]],
+             backward: bool = False) -> List[_Group]:
+    """One reading's groups (rule steps 1-4), from the hunks of ours and of theirs; `backward`:
+    the texts are reversed."""
     in_base = Counter(base)
-    changes = sorted(_changes(base, ours, OURS, hunks[0], in_base) + _changes(base, theirs, THEIRS, hunks[1], in_base),
+    changes = sorted(_changes(base, ours, OURS, hunks[0], in_base, backward)
+                     + _changes(base, theirs, THEIRS, hunks[1], in_base, backward),
                      key=lambda c: (c.top, c.bottom, c.side))  # by span, ours first
-    groups = []
-    for lo, hi, members in _groups(base, changes):
+    groups, grouped = [], _groups(base, changes)
+    for lo, hi, members in grouped:
         mine, yours = _apply(base, lo, hi, members, OURS), _apply(base, lo, hi, members, THEIRS)
         taken = _taken(base[lo:hi], mine, yours)
         groups.append(_Group(lo, hi, mine, yours, taken, "" if taken is not None else _why(base, lo, hi, members)))
-    return _doubled(base, changes, groups)
+    return _doubled(base, changes, groups, [members for _, _, members in grouped])
 
 
-def _changes(base: List[str], lines: List[str], side: int, hunks: List[Hunk], in_base: Counter) -> List[_Change]:
+def _changes(base: List[str], lines: List[str], side: int, hunks: List[Hunk], in_base: Counter,
+             backward: bool) -> List[_Change]:
     """A side's hunks against base as changes, each spanning the base lines beside it that
-    equal a line it removes or adds (rule step 1), spans grown by step 2."""
+    equal a line it removes or adds, an insertion set at its one framed place if it has one
+    (rule step 1), spans grown by step 2.  `backward`: the texts are reversed."""
     changes = []
     for k, (lo, hi, side_lo, side_hi) in enumerate(hunks):
         own = set(base[lo:hi]).union(lines[side_lo:side_hi])
@@ -556,7 +562,20 @@ def _changes(base: List[str], lines: List[str], side: int, hunks: List[Hunk], in
             top -= 1
         while bottom < ceiling and base[bottom] in own:
             bottom += 1
-        changes.append(_Change(top, bottom, lo, hi, side, lines[side_lo:side_hi]))
+        change = _Change(top, bottom, lo, hi, side, lines[side_lo:side_hi])
+        if lo == hi:
+            # The places it can sit, its lines turned as they would read there, from the highest.
+            places = [(lo, change.lines)]
+            while places[0][0] > floor and base[places[0][0] - 1] == places[0][1][-1]:
+                places.insert(0, (places[0][0] - 1, [base[places[0][0] - 1], *places[0][1][:-1]]))
+            while places[-1][0] < ceiling and base[places[-1][0]] == places[-1][1][0]:
+                places.append((places[-1][0] + 1, [*places[-1][1][1:], base[places[-1][0]]]))
+            # Framed: after a blank line of base, its last line blank (read backwards: before, first).
+            framed = [(at, new) for at, new in places if (at < len(base) and not base[at].strip() and not new[0].strip()
+                      if backward else at and not base[at - 1].strip() and not new[-1].strip())]
+            if len(framed) == 1:
+                change = change._replace(lo=framed[0][0], hi=framed[0][0], lines=framed[0][1], framed=True)
+        changes.append(change)
     doubtful = {}  # change index: the repeated lines it removes
     for k, c in enumerate(changes):
         repeated = {line for line in set(base[c.lo:c.hi]) if in_base[line] > 1 and not line.isspace()}
@@ -599,14 +618,24 @@ def _groups(base: List[str], changes: List[_Change]) -> List[Tuple[int, int, Lis
         k = len(groups)
         while k and groups[k - 1][1] >= c.top:
             k -= 1
-        met = [n for n in range(k, len(groups)) if _meets(c, *groups[n])]
+        met = [n for n in range(k, len(groups)) if _meets(base, c, *groups[n])]
         if met:
             # The groups from the first it meets on (those after it end where it starts) become one.
             joined = [m for group in groups[met[0]:] for m in group[2]] + [c]
             groups[met[0]:] = [[groups[met[0]][0], max(groups[-1][1], c.bottom), joined]]
         else:
             groups.append([c.top, c.bottom, [c]])
-    return [tuple(group) for group in groups]
+    out = []
+    for lo, hi, members in groups:
+        # Rewrites in place (as ticks among equal boxes) that share no base line: each is
+        # written where it is, a group of its own over its own lines.
+        edits = sorted(members, key=lambda m: m.lo)
+        if len(edits) > 1 and all(m.hi <= n.lo for m, n in zip(edits, edits[1:])) \
+                and all(_in_place(base[m.lo:m.hi], m.lines) for m in edits):
+            out += [(m.lo, m.hi, [m]) for m in edits]
+        else:
+            out.append((lo, hi, members))
+    return out
 
 
 def _empties(base: List[str], c: _Change) -> bool:
@@ -614,16 +643,21 @@ def _empties(base: List[str], c: _Change) -> bool:
     return c.lo == 0 and c.hi == len(base) and not c.lines
 
 
-def _meets(c: _Change, lo: int, hi: int, members: List[_Change]) -> bool:
+def _meets(base: List[str], c: _Change, lo: int, hi: int, members: List[_Change]) -> bool:
     """Whether change `c`, whose span starts at or after base line `lo`, meets the group
     of `members` over base[lo:hi] (rule steps 2 and 3)."""
     if c.top != hi:
         return c.top < hi  # its span shares a line with the group's, or it inserts inside it
     # Its span touches the group's end: it meets a change of step 2 there, or, if both
-    # insert, the insertion there (an insertion's place is anywhere in its span).
+    # insert, the insertion there (an insertion's place is anywhere in its span), unless
+    # one is framed and its place is away from there across blank lines only.
     ending = [m for m in members if m.bottom == hi]
     either_copied = c.copied is not None or any(m.copied is not None for m in ending)
-    both_insert = c.lo == c.hi and any(m.lo == m.hi for m in ending)
+
+    def away(m: _Change) -> bool:
+        return m.framed and m.lo != hi and not "".join(base[min(m.lo, hi):max(m.lo, hi)]).strip()
+
+    both_insert = c.lo == c.hi and not away(c) and any(m.lo == m.hi and not away(m) for m in ending)
     return either_copied or both_insert
 
 
@@ -666,12 +700,17 @@ def _why(base: List[str], lo: int, hi: int, members: List[_Change]) -> str:
     return f"both sides changed {_lines(lo, hi)} (rule step 3)"
 
 
-def _doubled(base: List[str], changes: List[_Change], groups: List[_Group]) -> List[_Group]:
-    """The groups, each clean one whose text holds a non-blank line the clean groups together
-    add more times than ours' changes do and than theirs' do made a conflict (rule step 4)."""
+def _doubled(base: List[str], changes: List[_Change], groups: List[_Group],
+             members: List[List[_Change]]) -> List[_Group]:
+    """The groups (`members`: the changes of each), each clean one whose text holds a non-blank
+    line the clean groups together add more times than ours' changes do and than theirs' do,
+    and a clean group with a change not in place holds, made a conflict (rule step 4)."""
     ours, theirs = (_gain(base, [(c.lo, c.hi, c.lines) for c in changes if c.side == side]) for side in (OURS, THEIRS))
     merged = _gain(base, [(g.lo, g.hi, g.taken) for g in groups if g.taken is not None])
     twice = {line for line, n in merged.items() if n > 0 and n > ours[line] and n > theirs[line] and line.strip()}
+    if twice:  # (ticks in place add a line where they are: those alone are not doubled)
+        twice &= {_unended(line) for g, changes in zip(groups, members) if g.taken is not None
+                  and not all(_in_place(base[c.lo:c.hi], c.lines) for c in changes) for line in g.taken}
     if not twice:
         return groups
     out = []
