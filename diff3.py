@@ -40,7 +40,11 @@ base's, "=======", theirs' lines, ">>>>>>> theirs").  The rule:
 1. A side's changes are the hunks of `get_hunks(base, side)`; each spans
    its base lines and those beside it, up to the side's next change, that
    equal a line it removes or adds: the diff could have put it anywhere
-   among them (`_changes`).
+   among them.  An insertion with exactly one place, of those it can slide
+   to (its lines turned as they read there), directly after a blank line
+   of base with its own last line blank is "framed": it sits there (step
+   5's reversed texts seek the same place), as a new markdown section does
+   (`_changes`).
 2. A change that removes a non-blank line base holds more than once, unless
    it rewrites its lines one for one, each like the one before (`_in_place`:
    difflib's ratio at least 0.6, as a ticked box), also spans every copy of
@@ -49,15 +53,18 @@ base's, "=======", theirs' lines, ">>>>>>> theirs").  The rule:
    not known (`_changes`, `_meets`).
 3. A change meets a group (of either side's changes) when its span shares
    a base line with the group's span or inserts inside it, when both insert
-   where their spans touch, or when one side empties the document; a change
-   that meets groups joins them into one (with any group between them,
-   which ends where it starts) over the base lines their spans cover, clean
-   when one side leaves those lines as they were or both make them alike,
-   else a conflict (`_groups`, `_meets`, `_taken`).
+   where their spans touch (unless a framed one's place is away from there
+   across blank base lines only), or when one side empties the document; a
+   change that meets groups joins them into one (with any group between
+   them, which ends where it starts) over the base lines their spans cover,
+   clean when one side leaves those lines as they were or both make them
+   alike, else a conflict.  But a group whose changes all rewrite their
+   lines in place (step 2's test, as ticks do) and share no base line is a
+   group for each change, over its own lines (`_groups`, `_meets`, `_taken`).
 4. If the clean groups add a non-blank line (its ending aside; net of the
    lines they remove) more times than ours' changes do and more than theirs'
-   do, each clean group holding it is a conflict, since both may have added
-   it (`_doubled`).
+   do, and a clean group holding it has a change not in place, each clean
+   group holding it is a conflict, since both may have added it (`_doubled`).
 5. Steps 1-4 run again on the texts reversed; wherever the two readings'
    groups differ, the base lines between the nearest firm lines (both sides
    keep them in both readings, each reading pairs them alike, no group
@@ -564,12 +571,11 @@ def _changes(base: List[str], lines: List[str], side: int, hunks: List[Hunk], in
             bottom += 1
         change = _Change(top, bottom, lo, hi, side, lines[side_lo:side_hi])
         if lo == hi:
-            # The places it can sit, its lines turned as they would read there, from the highest.
+            # The places it can sit, its lines turned as they would read there: get_hunks slid it
+            # down as far as it goes, and up it goes short of touching the side's change before.
             places = [(lo, change.lines)]
-            while places[0][0] > floor and base[places[0][0] - 1] == places[0][1][-1]:
+            while places[0][0] > (floor + 1 if k else 0) and base[places[0][0] - 1] == places[0][1][-1]:
                 places.insert(0, (places[0][0] - 1, [base[places[0][0] - 1], *places[0][1][:-1]]))
-            while places[-1][0] < ceiling and base[places[-1][0]] == places[-1][1][0]:
-                places.append((places[-1][0] + 1, [*places[-1][1][1:], base[places[-1][0]]]))
             # Framed: after a blank line of base, its last line blank (read backwards: before, first).
             framed = [(at, new) for at, new in places if (at < len(base) and not base[at].strip() and not new[0].strip()
                       if backward else at and not base[at - 1].strip() and not new[-1].strip())]
@@ -702,9 +708,9 @@ def _why(base: List[str], lo: int, hi: int, members: List[_Change]) -> str:
 
 def _doubled(base: List[str], changes: List[_Change], groups: List[_Group],
              members: List[List[_Change]]) -> List[_Group]:
-    """The groups (`members`: the changes of each), each clean one whose text holds a non-blank
-    line the clean groups together add more times than ours' changes do and than theirs' do,
-    and a clean group with a change not in place holds, made a conflict (rule step 4)."""
+    """The groups (`members`: the changes of each), each clean one made a conflict whose text
+    holds a non-blank line that the clean groups together add more times than ours' changes
+    do and than theirs' do, and that a clean group with a change not in place holds (rule step 4)."""
     ours, theirs = (_gain(base, [(c.lo, c.hi, c.lines) for c in changes if c.side == side]) for side in (OURS, THEIRS))
     merged = _gain(base, [(g.lo, g.hi, g.taken) for g in groups if g.taken is not None])
     twice = {line for line, n in merged.items() if n > 0 and n > ours[line] and n > theirs[line] and line.strip()}
