@@ -715,8 +715,8 @@ def _doubled(base: List[str], changes: List[_Change], groups: List[_Group],
     merged = _gain(base, [(g.lo, g.hi, g.taken) for g in groups if g.taken is not None])
     twice = {line for line, n in merged.items() if n > 0 and n > ours[line] and n > theirs[line] and line.strip()}
     if twice:  # (ticks in place add a line where they are: those alone are not doubled)
-        twice &= {_unended(line) for g, changes in zip(groups, members) if g.taken is not None
-                  and not all(_in_place(base[c.lo:c.hi], c.lines) for c in changes) for line in g.taken}
+        twice &= {_unended(line) for g, its in zip(groups, members) if g.taken is not None
+                  and not all(_in_place(base[c.lo:c.hi], c.lines) for c in its) for line in g.taken}
     if not twice:
         return groups
     out = []
