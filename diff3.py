@@ -43,7 +43,11 @@ base's, "=======", theirs' lines, ">>>>>>> theirs").  The rule:
 1. A side's changes are the hunks of `get_hunks(base, side)`; each spans
    its base lines and those beside it, up to the side's next change, that
    equal a line it removes or adds: the diff could have put it anywhere
-   among them (`_changes`).
+   among them.  An insertion with exactly one place, of those it can slide
+   to (its lines turned as they read there), directly after a blank line
+   of base with its own last line blank is "framed": it sits there (step
+   5's reversed texts seek the same place), as a new markdown section does
+   (`_changes`).
 2. A change that removes a non-blank line base holds more than once, unless
    it rewrites its lines one for one, each like the one before (`_in_place`:
    difflib's ratio at least 0.6, as a ticked box), also spans every copy of
@@ -52,15 +56,18 @@ base's, "=======", theirs' lines, ">>>>>>> theirs").  The rule:
    not known (`_changes`, `_meets`).
 3. A change meets a group (of either side's changes) when its span shares
    a base line with the group's span or inserts inside it, when both insert
-   where their spans touch, or when one side empties the document; a change
-   that meets groups joins them into one (with any group between them,
-   which ends where it starts) over the base lines their spans cover, clean
-   when one side leaves those lines as they were or both make them alike,
-   else a conflict (`_groups`, `_meets`, `_taken`).
+   where their spans touch (unless a framed one's place is away from there
+   across blank base lines only), or when one side empties the document; a
+   change that meets groups joins them into one (with any group between
+   them, which ends where it starts) over the base lines their spans cover,
+   clean when one side leaves those lines as they were or both make them
+   alike, else a conflict.  But a group whose changes all rewrite their
+   lines in place (step 2's test, as ticks do) and share no base line is a
+   group for each change, over its own lines (`_groups`, `_meets`, `_taken`).
 4. If the clean groups add a non-blank line (its ending aside; net of the
    lines they remove) more times than ours' changes do and more than theirs'
-   do, each clean group holding it is a conflict, since both may have added
-   it (`_doubled`).
+   do, and a clean group holding it has a change not in place, each clean
+   group holding it is a conflict, since both may have added it (`_doubled`).
 5. Where a diff broke a tie, steps 1-4 run again on the texts reversed
    (elsewhere they would give the same groups); wherever the two readings'
    groups differ, the base lines between the nearest firm lines (both sides
@@ -309,6 +316,7 @@ class TraceChange(NamedTuple):  # one hunk of a side, as a change (rule steps 1 
     base: Tuple[int, int]  # the base lines its hunk replaces
     span: Tuple[int, int]  # the base lines it spans: beside it, lines like its own (step 1); copies (step 2)
     copies: Optional[str]  # step 2: the line base holds more than once that it removes; else None
+    framed: bool  # step 1: an insertion set at its one place after a blank line (`base` is that place)
 
 
 class TraceGroup(NamedTuple):  # changes that meet (rule steps 3 and 4), or a block the merge writes
@@ -381,16 +389,16 @@ def trace(base: str, ours: str, theirs: str, *, style: str = "merge",
     ...     print("reversed:" if reading.reversed else "as they are:", reading.hunks)
     ...     print(*reading.changes, *reading.groups, sep="\\n")
     as they are: ([((2, 2), (2, 1))], [((1, 1), (1, 0)), ((3, 2), (2, 2))])
-    TraceChange(side='theirs', base=(1, 1), span=(1, 1), copies=None)
-    TraceChange(side='ours', base=(2, 2), span=(2, 2), copies=None)
-    TraceChange(side='theirs', base=(3, 2), span=(3, 2), copies=None)
+    TraceChange(side='theirs', base=(1, 1), span=(1, 1), copies=None, framed=False)
+    TraceChange(side='ours', base=(2, 2), span=(2, 2), copies=None, framed=False)
+    TraceChange(side='theirs', base=(3, 2), span=(3, 2), copies=None, framed=False)
     TraceGroup(base=(1, 1), ours=['a\\n'], theirs=[], clean=[], why='')
     TraceGroup(base=(2, 2), ours=[], theirs=['b\\n'], clean=[], why='')
     TraceGroup(base=(3, 2), ours=[], theirs=['a\\n'], clean=['a\\n'], why='')
     reversed: ([((2, 2), (2, 1))], [((1, 0), (1, 1)), ((2, 2), (3, 2))])
-    TraceChange(side='theirs', base=(1, 0), span=(1, 0), copies=None)
-    TraceChange(side='ours', base=(2, 2), span=(2, 2), copies=None)
-    TraceChange(side='theirs', base=(2, 2), span=(2, 2), copies=None)
+    TraceChange(side='theirs', base=(1, 0), span=(1, 0), copies=None, framed=False)
+    TraceChange(side='ours', base=(2, 2), span=(2, 2), copies=None, framed=False)
+    TraceChange(side='theirs', base=(2, 2), span=(2, 2), copies=None, framed=False)
     TraceGroup(base=(1, 0), ours=[], theirs=['b\\n'], clean=['b\\n'], why='')
     TraceGroup(base=(2, 2), ours=[], theirs=[], clean=[], why='')
 
@@ -633,6 +641,7 @@ class _Change(NamedTuple):  # one side's hunk: base[lo:hi] became `lines`; base[
     side: int
     lines: List[str]
     copied: Optional[str] = None  # rule step 2: a repeated line it removes (the first, sorted)
+    framed: bool = False  # rule step 1: an insertion set at its one place after a blank line, ending blank
 
 
 class _Group(NamedTuple):  # changes that meet, over base[lo:hi]: what ours and theirs make of those lines
@@ -684,7 +693,7 @@ def _readings(base: List[str], ours: List[str], theirs: List[str]) -> List[_Grou
     back_hunks = [get_hunks(base[::-1], ours[::-1]), get_hunks(base[::-1], theirs[::-1])]
     # Turned back: line i of a reversed text of length n is line n - 1 - i.
     backward = [_Group(n - g.hi, n - g.lo, g.mine[::-1], g.yours[::-1], None if g.taken is None else g.taken[::-1],
-                       g.why) for g in reversed(_reading(base[::-1], ours[::-1], theirs[::-1], back_hunks))]
+                       g.why) for g in reversed(_reading(base[::-1], ours[::-1], theirs[::-1], back_hunks, True))]
     _check_ties((ours_tied, theirs_tied), forward, backward)
     sides = (ours, theirs)
     places = [_Places(hunks) for hunks in (ours_hunks, theirs_hunks)] + [
@@ -779,24 +788,29 @@ def _lines(lo: int, hi: int) -> str:
     return f"base line {lo + 1}" if hi == lo + 1 else f"base lines {lo + 1}-{hi}"
 
 
-def _reading(base: List[str], ours: List[str], theirs: List[str], hunks: List[List[Hunk]]) -> List[_Group]:
-    """One reading's groups (rule steps 1-4), from the hunks of ours and of theirs."""
+def _reading(base: List[str], ours: List[str], theirs: List[str], hunks: List[List[Hunk]],
+             backward: bool = False) -> List[_Group]:
+    """One reading's groups (rule steps 1-4), from the hunks of ours and of theirs; `backward`:
+    the texts are reversed."""
     in_base = Counter(base)
-    changes = sorted(_changes(base, ours, OURS, hunks[0], in_base) + _changes(base, theirs, THEIRS, hunks[1], in_base),
+    changes = sorted(_changes(base, ours, OURS, hunks[0], in_base, backward)
+                     + _changes(base, theirs, THEIRS, hunks[1], in_base, backward),
                      key=lambda c: (c.top, c.bottom, c.side))  # by span, ours first
-    groups = []
-    for lo, hi, members in _groups(base, changes):
+    groups, grouped = [], _groups(base, changes)
+    for lo, hi, members in grouped:
         mine, yours = _apply(base, lo, hi, members, OURS), _apply(base, lo, hi, members, THEIRS)
         taken = _taken(base[lo:hi], mine, yours)
         groups.append(_Group(lo, hi, mine, yours, taken, "" if taken is not None else _why(base, lo, hi, members)))
-    groups = _doubled(base, changes, groups)
+    groups = _doubled(base, changes, groups, [members for _, _, members in grouped])
     _note("reading", base, ours, theirs, hunks, changes, groups)
     return groups
 
 
-def _changes(base: List[str], lines: List[str], side: int, hunks: List[Hunk], in_base: Counter) -> List[_Change]:
+def _changes(base: List[str], lines: List[str], side: int, hunks: List[Hunk], in_base: Counter,
+             backward: bool) -> List[_Change]:
     """A side's hunks against base as changes, each spanning the base lines beside it that
-    equal a line it removes or adds (rule step 1), spans grown by step 2."""
+    equal a line it removes or adds, an insertion set at its one framed place if it has one
+    (rule step 1), spans grown by step 2.  `backward`: the texts are reversed."""
     changes = []
     for k, (lo, hi, side_lo, side_hi) in enumerate(hunks):
         own = set(base[lo:hi]).union(lines[side_lo:side_hi])
@@ -807,7 +821,19 @@ def _changes(base: List[str], lines: List[str], side: int, hunks: List[Hunk], in
             top -= 1
         while bottom < ceiling and base[bottom] in own:
             bottom += 1
-        changes.append(_Change(top, bottom, lo, hi, side, lines[side_lo:side_hi]))
+        change = _Change(top, bottom, lo, hi, side, lines[side_lo:side_hi])
+        if lo == hi:
+            # The places it can sit, its lines turned as they would read there: get_hunks slid it
+            # down as far as it goes, and up it goes short of touching the side's change before.
+            places = [(lo, change.lines)]
+            while places[0][0] > (floor + 1 if k else 0) and base[places[0][0] - 1] == places[0][1][-1]:
+                places.insert(0, (places[0][0] - 1, [base[places[0][0] - 1], *places[0][1][:-1]]))
+            # Framed: after a blank line of base, its last line blank (read backwards: before, first).
+            framed = [(at, new) for at, new in places if (at < len(base) and not base[at].strip() and not new[0].strip()
+                      if backward else at and not base[at - 1].strip() and not new[-1].strip())]
+            if len(framed) == 1:
+                change = change._replace(lo=framed[0][0], hi=framed[0][0], lines=framed[0][1], framed=True)
+        changes.append(change)
     doubtful = {}  # change index: the repeated lines it removes
     for k, c in enumerate(changes):
         repeated = {line for line in set(base[c.lo:c.hi]) if in_base[line] > 1 and not line.isspace()}
@@ -850,14 +876,24 @@ def _groups(base: List[str], changes: List[_Change]) -> List[Tuple[int, int, Lis
         k = len(groups)
         while k and groups[k - 1][1] >= c.top:
             k -= 1
-        met = [n for n in range(k, len(groups)) if _meets(c, *groups[n])]
+        met = [n for n in range(k, len(groups)) if _meets(base, c, *groups[n])]
         if met:
             # The groups from the first it meets on (those after it end where it starts) become one.
             joined = [m for group in groups[met[0]:] for m in group[2]] + [c]
             groups[met[0]:] = [[groups[met[0]][0], max(groups[-1][1], c.bottom), joined]]
         else:
             groups.append([c.top, c.bottom, [c]])
-    return [tuple(group) for group in groups]
+    out = []
+    for lo, hi, members in groups:
+        # Rewrites in place (as ticks among equal boxes) that share no base line: each is
+        # written where it is, a group of its own over its own lines.
+        edits = sorted(members, key=lambda m: m.lo)
+        if len(edits) > 1 and all(m.hi <= n.lo for m, n in zip(edits, edits[1:])) \
+                and all(_in_place(base[m.lo:m.hi], m.lines) for m in edits):
+            out += [(m.lo, m.hi, [m]) for m in edits]
+        else:
+            out.append((lo, hi, members))
+    return out
 
 
 def _empties(base: List[str], c: _Change) -> bool:
@@ -865,16 +901,21 @@ def _empties(base: List[str], c: _Change) -> bool:
     return c.lo == 0 and c.hi == len(base) and not c.lines
 
 
-def _meets(c: _Change, lo: int, hi: int, members: List[_Change]) -> bool:
+def _meets(base: List[str], c: _Change, lo: int, hi: int, members: List[_Change]) -> bool:
     """Whether change `c`, whose span starts at or after base line `lo`, meets the group
     of `members` over base[lo:hi] (rule steps 2 and 3)."""
     if c.top != hi:
         return c.top < hi  # its span shares a line with the group's, or it inserts inside it
     # Its span touches the group's end: it meets a change of step 2 there, or, if both
-    # insert, the insertion there (an insertion's place is anywhere in its span).
+    # insert, the insertion there (an insertion's place is anywhere in its span), unless
+    # one is framed and its place is away from there across blank lines only.
     ending = [m for m in members if m.bottom == hi]
     either_copied = c.copied is not None or any(m.copied is not None for m in ending)
-    both_insert = c.lo == c.hi and any(m.lo == m.hi for m in ending)
+
+    def away(m: _Change) -> bool:
+        return m.framed and m.lo != hi and not "".join(base[min(m.lo, hi):max(m.lo, hi)]).strip()
+
+    both_insert = c.lo == c.hi and not away(c) and any(m.lo == m.hi and not away(m) for m in ending)
     return either_copied or both_insert
 
 
@@ -917,12 +958,17 @@ def _why(base: List[str], lo: int, hi: int, members: List[_Change]) -> str:
     return f"both sides changed {_lines(lo, hi)} (rule step 3)"
 
 
-def _doubled(base: List[str], changes: List[_Change], groups: List[_Group]) -> List[_Group]:
-    """The groups, each clean one whose text holds a non-blank line the clean groups together
-    add more times than ours' changes do and than theirs' do made a conflict (rule step 4)."""
+def _doubled(base: List[str], changes: List[_Change], groups: List[_Group],
+             members: List[List[_Change]]) -> List[_Group]:
+    """The groups (`members`: the changes of each), each clean one made a conflict whose text
+    holds a non-blank line that the clean groups together add more times than ours' changes
+    do and than theirs' do, and that a clean group with a change not in place holds (rule step 4)."""
     ours, theirs = (_gain(base, [(c.lo, c.hi, c.lines) for c in changes if c.side == side]) for side in (OURS, THEIRS))
     merged = _gain(base, [(g.lo, g.hi, g.taken) for g in groups if g.taken is not None])
     twice = {line for line, n in merged.items() if n > 0 and n > ours[line] and n > theirs[line] and line.strip()}
+    if twice:  # (ticks in place add a line where they are: those alone are not doubled)
+        twice &= {_unended(line) for g, its in zip(groups, members) if g.taken is not None
+                  and not all(_in_place(base[c.lo:c.hi], c.lines) for c in its) for line in g.taken}
     if not twice:
         return groups
     out = []
@@ -1021,7 +1067,7 @@ def _traced_reading(back: bool, base: List[str], ours: List[str], theirs: List[s
     traced_hunks = tuple([(_from1(h.a_lo, h.a_hi, n, back), _from1(h.b_lo, h.b_hi, len(lines), back))
                           for h in order(side_hunks)] for lines, side_hunks in zip((ours, theirs), hunks))
     traced_changes = sorted((TraceChange(SIDES[c.side], _from1(c.lo, c.hi, n, back), _from1(c.top, c.bottom, n, back),
-                                         c.copied) for c in changes), key=lambda c: (c.span, c.side))
+                                         c.copied, c.framed) for c in changes), key=lambda c: (c.span, c.side))
     return TraceReading(back, traced_hunks, traced_changes, [_traced_group(g, n, back) for g in order(groups)])
 
 

@@ -88,6 +88,34 @@ CASES = [
      "- [x] call\n\n- [x] todo\n\n- [ ] todo\n\n- [ ] call\n",
      f"- [x] call\n\n{START}- [ ] todo\n{SEPARATOR}- [x] todo\n{END}\n- [ ] todo\n\n{START}- [ ] todo\n\n"
      f"- [ ] task\n\n{SEPARATOR}{END}- [ ] call\n", True),
+    # Issue 41: conflicts before, as two blocks around "- [x] t"; git merges them.  Each tick
+    # rewrites its box in place and the two share no base line, so each is written where
+    # it is (rule step 3), and a tick in place is not a line both may have added (step 4).
+    ("ticks among identical boxes", "- [ ] t\n- [ ] t\n- [ ] t\n- [ ] t\n", "- [ ] t\n- [x] t\n- [ ] t\n- [ ] t\n",
+     "- [ ] t\n- [ ] t\n- [ ] t\n- [x] t\n", "- [ ] t\n- [x] t\n- [ ] t\n- [x] t\n", False),
+    ("ticks among identical spaced boxes", "- [ ] t\n\n- [ ] t\n\n- [ ] t\n", "- [x] t\n\n- [ ] t\n\n- [ ] t\n",
+     "- [ ] t\n\n- [ ] t\n\n- [x] t\n", "- [x] t\n\n- [ ] t\n\n- [x] t\n", False),
+    ("ticks among identical boxes, crlf", "- [ ] t\r\n- [ ] t\r\n- [ ] t\r\n- [ ] t\r\n",
+     "- [ ] t\r\n- [x] t\r\n- [ ] t\r\n- [ ] t\r\n", "- [ ] t\r\n- [ ] t\r\n- [ ] t\r\n- [x] t\r\n",
+     "- [ ] t\r\n- [x] t\r\n- [ ] t\r\n- [x] t\r\n", False),
+    # Issue 41: an item appended to a list, a section added after it.  Theirs' section,
+    # its last line blank, has one place after a blank line of base (rule step 1); ours'
+    # item touches its span only across that blank line, so they do not meet (step 3).
+    ("list item beside a new section", "* a\n* b\n\n## Next\n\n* c\n", "* a\n* b\n* new\n\n## Next\n\n* c\n",
+     "* a\n* b\n\n## Mid\n\n* m\n\n## Next\n\n* c\n", "* a\n* b\n* new\n\n## Mid\n\n* m\n\n## Next\n\n* c\n", False),
+    ("list item beside a new section, crlf", "* a\r\n* b\r\n\r\n## Next\r\n\r\n* c\r\n",
+     "* a\r\n* b\r\n* new\r\n\r\n## Next\r\n\r\n* c\r\n",
+     "* a\r\n* b\r\n\r\n## Mid\r\n\r\n* m\r\n\r\n## Next\r\n\r\n* c\r\n",
+     "* a\r\n* b\r\n* new\r\n\r\n## Mid\r\n\r\n* m\r\n\r\n## Next\r\n\r\n* c\r\n", False),
+    ("changelog entry beside a new release", "# Changelog\n\n## Unreleased\n\n- Fix a.\n- Add b.\n\n## 1.1.0\n\n- Old.\n",
+     "# Changelog\n\n## Unreleased\n\n- Fix a.\n- Add b.\n- Add c.\n\n## 1.1.0\n\n- Old.\n",
+     "# Changelog\n\n## Unreleased\n\n- Fix a.\n- Add b.\n\n## 1.2.0\n\n- Release.\n\n## 1.1.0\n\n- Old.\n",
+     "# Changelog\n\n## Unreleased\n\n- Fix a.\n- Add b.\n- Add c.\n\n## 1.2.0\n\n- Release.\n\n## 1.1.0\n\n- Old.\n",
+     False),
+    # Which of two new sections at one place comes first is not known.
+    ("two new sections at one place", "* a\n* b\n\n## Next\n", "* a\n* b\n\n## X\n\n* x\n\n## Next\n",
+     "* a\n* b\n\n## Y\n\n* y\n\n## Next\n",
+     f"* a\n* b\n\n{START}## X\n{SEPARATOR}## Y\n{END}\n{START}* x\n{SEPARATOR}* y\n{END}\n## Next\n", True),
 ]
 
 
@@ -151,6 +179,21 @@ REPRODUCTIONS = [
     ("a tick that moved between equal spaced boxes", "- [x] a\n\n- [ ] a\n\n- [ ] a\n",
      "- [ ] a\n\n- [ ] a\n\n- [x] a\n", "- [ ] a\n\n- [ ] a\n\n- [ ] a\n",
      f"- [ ] a\n\n- [ ] a\n\n{START}- [x] a\n{SEPARATOR}- [ ] a\n{END}", True),
+    # Issue 41: clean, with the sections in either order, where blank lines were taken
+    # out of spans (step 1) to merge a list item beside a new section.
+    ("two new sections at one place, one side appending", "* a\n* b\n\n## Next\n",
+     "* a\n* b\n\n## X\n\n* x\n\n## Next\n", "* a\n* b\n* new\n\n## Y\n\n* y\n\n## Next\n",
+     f"* a\n* b\n{START}{SEPARATOR}* new\n{END}\n{START}## X\n{SEPARATOR}## Y\n{END}\n{START}* x\n{SEPARATOR}"
+     f"* y\n{END}\n## Next\n", True),
+    ("a new section and a paragraph's new line, beside another new section", "## A\n\npara\n\n## B\n",
+     "## A\n\npara\n\n## X\n\nx\n\n## B\n", "## A\n\npara\nmore\n\n## Y\n\ny\n\n## B\n",
+     f"## A\n\npara\n{START}{SEPARATOR}more\n{END}\n{START}## X\n{SEPARATOR}## Y\n{END}\n{START}x\n{SEPARATOR}"
+     f"y\n{END}\n## B\n", True),
+    # Issue 41: clean where any insertion (not only one framed by blank lines, rule step 1)
+    # kept apart from one touching it across blank lines: theirs' "y" may be before or
+    # after base's blank line, and so may ours' "x" be after or before theirs' "y".
+    ("an insertion not framed, touching across a blank line", "a\n\nb\n", "a\n\nx\nb\n", "a\ny\n\n\nb\n",
+     f"a\n{START}{SEPARATOR}y\n{END}\n{START}x\n{SEPARATOR}\n{END}b\n", True),
 ]
 
 
@@ -259,9 +302,11 @@ def test_generated_cases_never_merge_clean_and_wrong(shape):
         assert clean >= 0.95 * intended
 
 
-@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("shape", [shape for shape in SHAPES if shape != "ticks"])
 def test_no_clean_merge_holds_a_new_line_more_often_than_both_sides(shape):
     # A line base lacks, held more often than ours and theirs each hold it: a change merged twice.
+    # (Not "ticks": each side ticks other boxes of one text, and the merge rightly holds
+    # "- [x] todo" as often as both together; ticks in place are not doubled, rule step 4.)
     triples = [(r[1], r[2], r[3]) for r in REPRODUCTIONS] + [
         (case.base, case.ours, case.theirs) for case in (generate(shape, seed) for seed in range(1500))]
     for base, ours, theirs in triples:
@@ -994,8 +1039,11 @@ def check_trace(base, ours, theirs):
     assert len(t.readings) == (1 + any(t.tied) if t.readings else 0)
     for reading in t.readings:
         assert [patched(b, hunks, lines) for lines, hunks in zip((o, th), reading.hunks)] == [o, th]
-        assert sorted((c.side, c.base) for c in reading.changes) == sorted(
-            (side, hunk[0]) for side, hunks in zip(("ours", "theirs"), reading.hunks) for hunk in hunks)
+        # One change a hunk, at the hunk's place, but a framed insertion at its one place after a blank line.
+        hunk_places = [(side, hunk[0]) for side, hunks in zip(("ours", "theirs"), reading.hunks) for hunk in hunks]
+        assert len(reading.changes) == len(hunk_places)
+        assert all((c.side, c.base) in hunk_places for c in reading.changes if not c.framed)
+        assert all(c.base[1] < c.base[0] for c in reading.changes if c.framed)  # an insertion
         assert all(c.span[0] <= c.base[0] and c.base[1] <= c.span[1] for c in reading.changes)
         assert all(g.clean in (None, g.ours, g.theirs) for g in reading.groups)  # step 3: one side's text
     for d in t.doubts:  # step 5: clean where both readings write alike, else one conflict

@@ -24,7 +24,12 @@ The shapes:
               new list items, new and deleted sections, some made by both;
 * checklist:  "- [ ] todo" boxes, few distinct lines; ticks, new and deleted boxes;
 * duplicated: sections that repeat word for word, edited in one copy;
-* adjacent:   unique lines; the two sides edit neighbouring lines.
+* adjacent:   unique lines; the two sides edit neighbouring lines;
+* lookalike:  boxes that look alike, each once; ticks can read as moves;
+* ticks:      boxes of one text, a few spaced by blank lines; the sides tick different boxes;
+* appended:   lists under headings (an awesome list, a changelog); one side appends
+              items to a list, the other adds a section after it (or elsewhere, or
+              both add sections at one place).
 """
 
 import asyncio
@@ -40,7 +45,7 @@ import time
 from pathlib import Path
 from typing import Callable, Dict, Iterator, List, NamedTuple, Optional, Tuple
 
-SHAPES = ("sections", "checklist", "duplicated", "adjacent", "lookalike")
+SHAPES = ("sections", "checklist", "duplicated", "adjacent", "lookalike", "ticks", "appended")
 
 WORDS = (
     "agent document merge version paragraph server client publish conflict "
@@ -129,7 +134,9 @@ def generate(shape: str, seed: int) -> Case:
         # In "lookalike" a side's ticks may swap two lines (a move, read as a text); the
         # ticks are what the side did, so the intended merge is still known.
         moved = shape != "lookalike" and (_moves(base, ours) or _moves(base, theirs))
-        if not (moved or _twins(base, ours, theirs)):
+        # In "ticks" both sides rewrite equal boxes; a tick keeps its line where it is, so
+        # the texts show which boxes each side ticked, and the sides are not twins.
+        if not (moved or shape != "ticks" and _twins(base, ours, theirs)):
             break
     intended = compose(base, ours, theirs)
     return Case(shape, _text(base), _text(ours.apply(base)), _text(theirs.apply(base)),
@@ -140,7 +147,7 @@ def _scripts(rng: random.Random, shape: str):
     base = _BASES[shape](rng)
     ours, theirs = Script(), Script()
     editor = _EDITORS[shape]
-    if shape == "adjacent":
+    if shape in ("adjacent", "ticks", "appended"):
         editor(rng, base, ours, theirs)
     else:
         for _ in range(rng.randint(1, 3)):
@@ -246,6 +253,31 @@ def _lookalike_base(rng: random.Random) -> List[str]:
     return boxes
 
 
+def _ticks_base(rng: random.Random) -> List[str]:
+    """Boxes with one text, a few ticked (two at least not); blank lines between them in a few
+    cases (issue 41)."""
+    boxes = ["- [ ] todo"] * 2 + [rng.choice(["- [ ] todo"] * 4 + ["- [x] todo"]) for _ in range(rng.randint(1, 10))]
+    rng.shuffle(boxes)
+    if rng.random() < 0.15:
+        boxes = [line for box in boxes for line in (box, "")][:-1]
+    return boxes
+
+
+def _appended_base(rng: random.Random) -> List[str]:
+    """Lists under headings: an awesome list, or a changelog (issue 41); a bare list first
+    in some, the items spaced by blank lines in a few."""
+    lines = ["# Changelog" if rng.random() < 0.3 else "# Title", ""]
+    spaced = rng.random() < 0.15
+    bullet = rng.choice(["* ", "- "])
+    for k in range(rng.randint(1, 4)):
+        if k or rng.random() < 0.7:
+            lines += [rng.choice([f"## Part {k}", "## Unreleased", f"## 1.{k}.0"]), ""]
+        items = [bullet + _sentence(rng) for _ in range(rng.randint(1, 4))]
+        lines += [line for item in items for line in (item, "")][:-1] if spaced else items
+        lines.append("")
+    return lines[:-1]
+
+
 def _adjacent_base(rng: random.Random) -> List[str]:
     return [f"line {k}: {_sentence(rng)}" for k in range(rng.randint(3, 12))]
 
@@ -256,6 +288,8 @@ _BASES = {
     "checklist": _checklist_base,
     "adjacent": _adjacent_base,
     "lookalike": _lookalike_base,
+    "ticks": _ticks_base,
+    "appended": _appended_base,
 }
 
 
@@ -330,12 +364,51 @@ def _adjacent_edit(rng: random.Random, base: List[str], ours: Script, theirs: Sc
             side.insert("after" if side is first else "before", line, [_new(rng, "inserted")])
 
 
+def _ticks_edit(rng: random.Random, base: List[str], ours: Script, theirs: Script) -> None:
+    """Each side ticks one to three boxes, none the other ticks."""
+    boxes = [i for i, line in enumerate(base) if "[ ]" in line]
+    rng.shuffle(boxes)
+    for side, spare in ((ours, 1), (theirs, 0)):  # (ours leaves theirs a box)
+        for i in [boxes.pop() for _ in range(min(rng.randint(1, 3), len(boxes) - spare))]:
+            side.replace(i, i + 1, [base[i].replace("[ ]", "[x]")])
+
+
+def _appended_edit(rng: random.Random, base: List[str], ours: Script, theirs: Script) -> None:
+    """One side appends items to a list, the other adds a section after it (after another
+    list in some cases); in a few cases both add a section after one list."""
+    bullet = ("* ", "- ")
+    ends = [i for i, line in enumerate(base)  # the last item of each list
+            if line[:2] in bullet and not any(later[:2] in bullet for later in base[i + 1:i + 3])]
+    spaced = any(not base[i] and base[i - 1][:2] in bullet and base[i + 1][:2] in bullet
+                 for i in range(1, len(base) - 1))
+    appender, sectioner = (ours, theirs) if rng.random() < 0.5 else (theirs, ours)
+    end = rng.choice(ends[:-1] if len(ends) > 1 and rng.random() < 0.8 else ends)  # (at the end: one place)
+    if rng.random() < 0.9:
+        items = [base[end][:2] + _new(rng, "item") for _ in range(rng.randint(1, 2))]
+        appender.insert("after", end, [line for item in items for line in ("", item)] if spaced else items)
+        _add_section(rng, base, sectioner, end if rng.random() < 0.8 else rng.choice(ends))
+    else:
+        for side in (appender, sectioner):
+            _add_section(rng, base, side, end)
+
+
+def _add_section(rng: random.Random, base: List[str], side: Script, end: int) -> None:
+    """`side` adds a section after the list whose last item is base line `end`."""
+    heading, item = "## " + _new(rng, "New"), base[end][:2] + _new(rng, "item")
+    if end + 2 < len(base):  # before the next heading, its blank line after it
+        side.insert("before", end + 2, [heading, "", item, ""])
+    else:  # at the end, its blank line before it
+        side.insert("after", end, ["", heading, "", item])
+
+
 _EDITORS = {
     "sections": _sections_edit,
     "duplicated": _sections_edit,
     "checklist": _checklist_edit,
     "adjacent": _adjacent_edit,
     "lookalike": _checklist_edit,
+    "ticks": _ticks_edit,
+    "appended": _appended_edit,
 }
 
 
