@@ -148,6 +148,14 @@ __all__ = [
 # `python bench.py publish` at 8 writers: 0.02 s escalates ~35% of edits, 0.3 s ~1%.
 RETRY_PAUSE = 0.3
 
+# Putting back another writer's version a stale write of ours dropped (a repair) may spend this many
+# PUBLISHes of its own in a call, beyond the caller's 1 + max_retries, while the call's time lasts.
+REPAIR_PUBLISHES = 12
+
+# A version whose read fails (an error status, a transport failure) is read this many times at most,
+# while the call's time lasts: whether it is our write must not rest on one lost answer.
+READS = 3
+
 
 @dataclass
 class PublishResult:
@@ -210,7 +218,7 @@ def mark_publish(
     A base answered `not-found` is `reason: base-unavailable`.
     """
     _check_publish(path, body, expected_version, max_retries, on_conflict)
-    budget = _Budget(1 + max_retries, client.timeout)
+    budget = _budget(1 + max_retries, client.timeout)
     response = budget.publish(client, path, body, expected_version, metadata)
     version = _landed(response, f"PUBLISH {path}")
     if version is not None:
@@ -233,7 +241,7 @@ def after_conflict(
     `conflict`, as the module docstring says, with at most `max_retries` more PUBLISHes."""
     _check_publish(path, body, expected_version, max_retries, on_conflict)
     return _after_conflict(client, path, _Sent(body, expected_version), conflict.number("server-version"),
-                           on_conflict, _Budget(max_retries, client.timeout), metadata)
+                           on_conflict, _budget(max_retries, client.timeout), metadata)
 
 
 def merge_and_publish(
@@ -254,7 +262,7 @@ def merge_and_publish(
     reason: base-unavailable`: fetch the document and redo the edit.
     """
     _check_publish(path, body, expected_version, max_retries)
-    budget = _Budget(max_retries, client.timeout)
+    budget = _budget(max_retries, client.timeout)
     return _merge(client, path, _Sent(body, expected_version), _current_version(client, path), budget, metadata)
 
 
@@ -269,10 +277,11 @@ def merge_candidate(client: MarkClient, path: str, body: str, expected_version: 
     write of `body` is merged with as any other version, not repaired.
     """
     _check_publish(path, body, expected_version, 1)
+    until = time.monotonic() + client.timeout
     current, sent = _current_version(client, path), _Sent(body, expected_version)
-    if _our_write(client, path, sent, current) == "landed":
+    if _our_write(client, path, sent, current, until) == "landed":
         return PublishResult("ok", version=current, merged=False)
-    return _candidate(client, path, sent, current, None)
+    return _candidate(client, path, sent, current, None, until)
 
 
 def publish_edit(
@@ -295,7 +304,7 @@ def publish_edit(
     check_path(path)
     check_int("version", version, minimum=0)
     check_int("max_retries", max_retries, minimum=1)
-    budget = _Budget(1 + max_retries, client.timeout)
+    budget = _budget(1 + max_retries, client.timeout)
     outcome = _publish_loop(client, path, edit, version, None, budget, metadata)
     return _answer(outcome, False, version, version, max_retries)
 
@@ -349,22 +358,29 @@ class _Outcome(NamedTuple):
 
 
 class _Budget:
-    """The PUBLISHes a call has left, and until when it may pause between them.
+    """The PUBLISHes a call has left, and until when it may pause between them and read again.
 
     Each public entry point that PUBLISHes (not `mark_append`: one APPEND)
-    makes one, first thing, and every PUBLISH it sends, its first and its
-    repairs included, goes through `publish`, so that no path can send more
-    than the call was given: 1 + `max_retries` for `mark_publish` and
-    `publish_edit`, `max_retries` for `after_conflict` (its caller sent the
-    first) and `merge_and_publish`.
-    `until`: the end of the call's pauses, `timeout` seconds after it began.
+    makes one with `_budget`, first thing, and every PUBLISH it sends goes
+    through the `publish` of that budget or of its `repair`, so that no path
+    sends more than the call was given.  The caller's own edit (its body,
+    merges of it, after an undo too) spends `tries`: 1 + `max_retries` for
+    `mark_publish` and `publish_edit`, `max_retries` for `after_conflict`
+    (its caller sent the first) and `merge_and_publish`.  Putting back
+    another writer's version spends `repair`'s REPAIR_PUBLISHES instead, so
+    that a repair never waits on the caller's retries.
+    `until`: the end of the call's pauses and read-agains, `timeout` seconds
+    after it began, the same for both.
     """
 
-    def __init__(self, tries: int, seconds: float):
-        self.tries, self.spent, self.until = tries, 0, time.monotonic() + seconds
+    def __init__(self, tries: int, until: float, repair: Optional[_Budget] = None):
+        self.tries, self.spent, self.until = tries, 0, until
+        self.repair = repair or self  # a repair's own repairs spend the same allowance
 
     @property
     def left(self) -> int:
+        if self.repair is self and time.monotonic() >= self.until:
+            return 0  # a repair publishes only within the call's time
         return self.tries - self.spent
 
     def publish(self, client: MarkClient, path: str, body: str, against: int,
@@ -373,40 +389,46 @@ class _Budget:
         return client.publish(path, body, against, metadata)
 
 
+def _budget(tries: int, seconds: float) -> _Budget:
+    """A call's budget: `tries` PUBLISHes for its edit, REPAIR_PUBLISHES for repairs, `seconds` for both."""
+    until = time.monotonic() + seconds
+    return _Budget(tries, until, _Budget(REPAIR_PUBLISHES, until))
+
+
 def _after_conflict(client: MarkClient, path: str, sent: _Sent, current: int, on_conflict: str, budget: _Budget,
                     metadata: Optional[Dict[str, str]]) -> PublishResult:
-    """What a PUBLISH of `sent` that answered conflict naming `current` comes to, by `on_conflict`."""
+    """What a PUBLISH of `sent` that answered conflict naming C = `current` comes to, by `on_conflict`."""
     if on_conflict == "merge":
         return _merge(client, path, sent, current, budget, metadata)
-    write = _our_write(client, path, sent, current)
+    write = _our_write(client, path, sent, current, budget.until)
     if write == "landed":
         return PublishResult("ok", version=current, merged=False)
     repaired = None
     if write == "stale":
         repaired = current - 1
-        current = _undo(client, path, repaired, current, budget, metadata)
+        current = _undo(client, path, repaired, current, budget.repair, metadata)
     if on_conflict == "fail":
         return PublishResult("conflict", your_version=sent.against, current_version=current, repaired=repaired)
-    return _candidate(client, path, sent, current, repaired)
+    return _candidate(client, path, sent, current, repaired, budget.until)
 
 
 def _merge(client: MarkClient, path: str, sent: _Sent, current: int, budget: _Budget,
            metadata: Optional[Dict[str, str]]) -> PublishResult:
-    """The merge loop of `sent` onto version `current` and on, for "merge" and `merge_and_publish`.
+    """The merge loop of `sent` onto version C = `current` and on, for "merge" and `merge_and_publish`.
 
-    Whether `current` is our write is asked before the base is read, so that
-    a stale write is put back (undone) even when the base is gone; with the
-    base there, the loop's first round finds it again and repairs it.
+    Whether C is our write is asked before the base (E) is read, so that a
+    stale write is put back (undone) even when E is gone; with E there, the
+    loop's first round finds it again and repairs it.
     """
-    write = _our_write(client, path, sent, current)
+    write = _our_write(client, path, sent, current, budget.until)
     if write == "landed":
         return PublishResult("ok", version=current, merged=False)
-    base = _base(client, path, sent.against)
+    base = _read(client, path, sent.against, budget.until, may_be_gone=True)
     if base is None:
         repaired = None
         if write == "stale":  # without the base nothing can be merged: only the undo puts L back
             repaired = current - 1
-            _undo(client, path, repaired, current, budget, metadata)
+            _undo(client, path, repaired, current, budget.repair, metadata)
         return _base_unavailable(client, path, sent.against, repaired)
     retries = budget.left
     outcome = _publish_loop(client, path, _change(base, sent.text), current, sent, budget, metadata)
@@ -434,33 +456,33 @@ def _publish_loop(client: MarkClient, path: str, edit: Callable[[str], Tuple[str
                   sent: Optional[_Sent], budget: _Budget, metadata: Optional[Dict[str, str]]) -> _Outcome:
     """Publish `edit(latest body)` onto the latest version, while `budget` lasts; how that ended.
 
-    Each round reads version `current` by number (first the one given), and
-    the first of these that holds ends the loop or starts the next round:
+    Each round reads version `current` (C; first the one given), and the
+    first of these that holds ends the loop or starts the next round:
 
-        current is `sent`, what this call published last   "ok" (version, text, their_version):
-          (`_our_write`), as `sent.against + 1`              it landed after all
-        current is `sent`, later: stored over another      `_repair`'s outcome: it puts that
-          writer's version                                   version back, or raises "overwritten"
-        no PUBLISH left                                    "contention" (version: the latest seen)
-        edit(current) overlaps                             "overlap" (version, the text with markers)
-        PUBLISH edit(current) at current: ok or created    "ok" (version, text, their_version)
-        PUBLISH edit(current) at current: conflict         next round, at the version it names; when
+        C is `sent`, what this call published last        "ok" (version, text, their_version):
+          (`_our_write`), as E + 1 (E: `sent.against`)      it landed after all
+        C is `sent`, later: "stale", stored over           `_repair`'s outcome: it puts L back,
+          another writer's version L = C - 1                or raises "overwritten"
+        no PUBLISH left in `budget`                        "contention" (version: C)
+        edit(C) overlaps                                   "overlap" (version, the text with markers)
+        PUBLISH edit(C) at C: ok or created                "ok" (version, text, their_version)
+        PUBLISH edit(C) at C: conflict                     next round, at the version it names; when
                                                            that is not what was just sent, at the
                                                            newest, after a pause (`_step_aside`)
 
-    `_repair` runs this loop again (to put the version back; after an undo,
-    with `edit`).  Each such level follows a PUBLISH, so the budget bounds it.
+    `_repair` runs this loop again (to put L back, on the repair budget;
+    after an undo, with `edit` on `budget`).  Each such level follows a
+    PUBLISH, so the two budgets bound it.
     """
     while True:
-        theirs = _body(client, path, current)
-        write = _our_write(client, path, sent, current)
+        write = _our_write(client, path, sent, current, budget.until)
         if write == "landed":
-            return _Outcome("ok", current, theirs, sent.against)
+            return _Outcome("ok", current, sent.text, sent.against)
         if write == "stale":
             return _repair(client, path, edit, sent, current, budget, metadata)
         if not budget.left:
             return _Outcome("contention", current)
-        text, overlap = edit(theirs)
+        text, overlap = edit(_read(client, path, current, budget.until))
         if overlap:
             return _Outcome("overlap", current, text)
         response = budget.publish(client, path, text, current, metadata)
@@ -468,33 +490,35 @@ def _publish_loop(client: MarkClient, path: str, edit: Callable[[str], Tuple[str
         if version is not None:
             return _Outcome("ok", version, text, current)
         sent, current = _Sent(text, current), response.number("server-version")
-        if budget.left and _our_write(client, path, sent, current) is None:  # others keep publishing
+        if budget.left and _our_write(client, path, sent, current, budget.until) is None:  # others keep publishing
             current = _step_aside(client, path, current, budget)
 
 
-def _repair(client: MarkClient, path: str, edit: Callable[[str], Tuple[str, bool]], sent: _Sent, stale: int,
+def _repair(client: MarkClient, path: str, edit: Callable[[str], Tuple[str, bool]], sent: _Sent, current: int,
             budget: _Budget, metadata: Optional[Dict[str, str]]) -> _Outcome:
-    """The merge loop's repair (merge mode, `publish_edit`, a repair's own loop) of version
-    L = `stale - 1`, which the server dropped when it stored our write `sent` as `stale`; then the
-    loop's answer, with `repaired: L`.
+    """The merge loop's repair of L = C - 1, which the server dropped when it stored our write `sent` (made
+    against E = `sent.against`) as C = `current`; then the loop's answer, with `repaired: L`.
 
-    The merge loop publishes L's own change (from `sent.against` to L)
-    onto the latest version.  Where that overlaps while the latest is still
-    `stale`, or `sent.against` is gone, `_undo` publishes L's exact body
-    again, and the merge loop goes on with `edit` from there.  Otherwise
-    MarkError("overwritten") names L.
+    On `budget.repair` (REPAIR_PUBLISHES, within the call's time), the merge
+    loop publishes L's own change (from E to L) onto the latest version.
+    Where that overlaps while the latest is still C, or E is gone, `_undo`
+    publishes L's exact body again, and the merge loop goes on with `edit`
+    on `budget` from there.  Otherwise MarkError("overwritten") names L (a
+    person must decide: the latest meets a version built on ours since; or
+    the repair's time or PUBLISHes ran out), or `_undo` raises it.
     """
-    lost = stale - 1
-    base = _base(client, path, sent.against)
+    lost, repair = current - 1, budget.repair
+    base = _read(client, path, sent.against, budget.until, may_be_gone=True)
     if base is not None:
-        back = _publish_loop(client, path, _change(base, _body(client, path, lost)), stale, None, budget, metadata)
+        back = _publish_loop(client, path, _change(base, _read(client, path, lost, budget.until)), current, None,
+                             repair, metadata)
         if back.kind == "ok":
             return back._replace(repaired=lost)
         if back.kind == "contention":
-            raise _overwritten(path, lost, "no PUBLISH was left to put it back")
-        if back.version != stale:
+            raise _overwritten(path, lost, "the call's time, or the PUBLISHes a repair may spend, ran out")
+        if back.version != current:
             raise _overwritten(path, lost, "it meets a version built on ours since")
-    undone = _undo(client, path, lost, stale, budget, metadata)
+    undone = _undo(client, path, lost, current, repair, metadata)
     return _publish_loop(client, path, edit, undone, None, budget, metadata)._replace(repaired=lost)
 
 
@@ -503,27 +527,33 @@ def _change(base: str, changed: str) -> Callable[[str], Tuple[str, bool]]:
     return lambda latest: diff3(base, changed, latest)
 
 
-def _our_write(client: MarkClient, path: str, sent: Optional[_Sent], version: int) -> Optional[str]:
+def _our_write(client: MarkClient, path: str, sent: Optional[_Sent], version: int, until: float) -> Optional[str]:
     """Is version `version` the write `sent`, stored after all?  The one place this is decided.
 
-    "landed": it is `sent.against + 1`, where a correct server stores it.
-    "stale": it is later, so the server stored it over another writer's
-    version - 1, whose edits it dropped.  None: not ours (no write, an
-    earlier version, another body, or a version the server will not give).
-    A version counts as ours by its body alone.
+    "landed": it is E + 1 (E: `sent.against`), where a correct server
+    stores it.  "stale": it is later, so the server stored it over another
+    writer's version L = `version` - 1, whose edits it dropped.  None: not
+    ours (no write, a version not after E, another body).  A version
+    counts as ours by its body alone.  When it cannot be read (`_read`
+    tried again), it may be ours: MarkError with `may_have_landed` True and
+    `metadata["unread-version"]` naming it, never an answer.
     """
     if sent is None or version <= sent.against:
         return None
-    response = client.fetch(path, version=version)
-    if response.status != "ok" or response.body != sent.text:
+    try:
+        body = _read(client, path, version, until)
+    except MarkError as error:
+        raise MarkError(error.status, f"{path}: version {version}, which may be this call's write, could not be "
+                                      f"read ({error.message}); fetch it before publishing again", {"unread-version": str(version)}, may_have_landed=True) from error
+    if body != sent.text:
         return None
     return "landed" if version == sent.against + 1 else "stale"
 
 
 def _step_aside(client: MarkClient, path: str, current: int, budget: _Budget) -> int:
-    """Wait a random, growing while (RETRY_PAUSE, doubling with each PUBLISH spent) after a lost race,
-    so that writers who lost together do not race again together, and read the newest version's
-    number; `current` if the budget's time is near its end."""
+    """Wait a random, growing while (RETRY_PAUSE, doubling with each PUBLISH `budget` spent) after a lost
+    race, so that writers who lost together do not race again together, and read the newest version's
+    number; `current` if the call's time is near its end."""
     pause = random.uniform(0, RETRY_PAUSE * 2 ** (budget.spent - 1))
     if time.monotonic() + pause >= budget.until:
         return current
@@ -531,21 +561,23 @@ def _step_aside(client: MarkClient, path: str, current: int, budget: _Budget) ->
     return _current_version(client, path)
 
 
-def _undo(client: MarkClient, path: str, lost: int, stale: int, budget: _Budget,
+def _undo(client: MarkClient, path: str, lost: int, current: int, repair: _Budget,
           metadata: Optional[Dict[str, str]]) -> int:
-    """Publish version `lost`'s body again against `stale`, the write of ours the server stored over it:
-    the version the undo became, `stale + 1` (answered so, the client checks, or refused in conflict naming
-    it while it holds the undo: stored after all).  MarkError("overwritten") when refused for another
-    writer's version, or stored over one."""
-    if not budget.left:
-        raise _overwritten(path, lost, "no PUBLISH was left to undo ours")
-    undo = _Sent(_body(client, path, lost), stale)
-    response = budget.publish(client, path, undo.text, stale, metadata)
+    """The undo: publish L = `lost`'s exact body again against C = `current`, the write of ours the
+    server stored over it, on the `repair` budget; the version the undo became, C + 1 (answered
+    `created` or `ok`, which the client checks names C + 1; or refused in conflict naming C + 1
+    while it holds the undo: stored after all).  MarkError("overwritten") naming L when no repair
+    PUBLISH or time is left, or the undo is refused for another writer's version; naming that
+    version instead when the undo was itself stored over it (L is back, it is not)."""
+    if not repair.left:
+        raise _overwritten(path, lost, "the call's time, or the PUBLISHes a repair may spend, ran out")
+    undo = _Sent(_read(client, path, lost, repair.until), current)
+    response = repair.publish(client, path, undo.text, current, metadata)
     version = _landed(response, f"PUBLISH {path}")
     if version is not None:
         return version
     named = response.number("server-version")
-    write = _our_write(client, path, undo, named)
+    write = _our_write(client, path, undo, named, repair.until)
     if write is None:
         raise _overwritten(path, lost, f"version {named}, someone else's, came before the undo")
     if write == "stale":
@@ -568,40 +600,47 @@ def _overwritten(path: str, lost: int, why: str) -> MarkError:
                                     "with the latest", {"lost-version": str(lost)}, may_have_landed=True)
 
 
-def _candidate(client: MarkClient, path: str, sent: _Sent, current: int, repaired: Optional[int]) -> PublishResult:
-    base = _base(client, path, sent.against)
+def _candidate(client: MarkClient, path: str, sent: _Sent, current: int, repaired: Optional[int],
+               until: float) -> PublishResult:
+    base = _read(client, path, sent.against, until, may_be_gone=True)
     if base is None:
         return _base_unavailable(client, path, sent.against, repaired)
-    merged, had_conflict = diff3(base, sent.text, _body(client, path, current))
+    merged, had_conflict = diff3(base, sent.text, _read(client, path, current, until))
     return PublishResult("merge-candidate", your_version=sent.against, current_version=current,
                          publish_at_version=current, has_markers=had_conflict, repaired=repaired, body=merged)
 
 
-def _base(client: MarkClient, path: str, expected_version: int) -> Optional[str]:
-    """The body of the version the caller edited ("" for version 0); None when it is gone."""
-    if not expected_version:
+def _read(client: MarkClient, path: str, version: int, until: float, may_be_gone: bool = False) -> Optional[str]:
+    """The body of `version`, read by number ("" for version 0): every body this file uses is read here,
+    never through the unversioned FETCH (the real server can pair the newest number with an older body).
+
+    With `may_be_gone` (E, the base: it never was, or the server let it go),
+    `not-found` is None.  A read that fails (any other status but `ok`, or
+    MarkError from the client: a transport failure) is sent again, READS
+    reads in all, while `until` is not past; then the last failure raises.
+    """
+    if not version:
         return ""
-    response = client.fetch(path, version=expected_version)
-    if response.status == "not-found":  # never was, or the server let it go
-        return None
-    if response.status != "ok":
-        raise MarkError.from_response(response, f"FETCH {path}/v{expected_version}")
-    return response.body
+    reads = 0
+    while True:
+        reads += 1
+        try:
+            response = client.fetch(path, version=version)
+        except MarkError:
+            if reads == READS or time.monotonic() >= until:
+                raise
+            continue
+        if response.status == "ok":
+            return response.body
+        if response.status == "not-found" and may_be_gone:
+            return None
+        if reads == READS or time.monotonic() >= until:
+            raise MarkError.from_response(response, f"FETCH {path}/v{version}")
 
 
 def _base_unavailable(client: MarkClient, path: str, expected_version: int, repaired: Optional[int]) -> PublishResult:
     return PublishResult("conflict", your_version=expected_version, current_version=_current_version(client, path),
                          mergeable=False, reason="base-unavailable", repaired=repaired)
-
-
-def _body(client: MarkClient, path: str, version: int) -> str:
-    """The body of `version` ("" for version 0), read by number: always that version's own body."""
-    if not version:
-        return ""
-    response = client.fetch(path, version=version)
-    if response.status != "ok":
-        raise MarkError.from_response(response, f"FETCH {path}/v{version}")
-    return response.body
 
 
 def _current_version(client: MarkClient, path: str) -> int:
