@@ -30,38 +30,74 @@
     $ MARK_TOKEN=... python -m mark_publish --server URL /notes.md --expected-version 6 \\
           --on-conflict merge --file notes.md      # exit 0 ok, 1 conflict or merge-candidate, 2 error
 
-Mark documents are versioned and immutable; a PUBLISH carries the version
-the caller edited (`expected-version`) and loses to any writer that came in
-between with status `conflict`, naming the newest version C.  What
-`mark_publish` does then, by `on_conflict`:
+What this file needs beside it: `diff3.py`, whose `diff3(base, ours,
+theirs)` returns `Merge(merged, had_conflict)`, a NamedTuple this file
+unpacks as `merged, had_conflict` (the text, with conflict markers where
+the sides overlap; whether it has any); and `mark_client.py` (with
+`requests`), whose calls are these, each one Mark request but where said:
 
-- any mode, first (before anything needs the base): if version C holds
-  the caller's body, the server stored the write after all (`_our_write`
-  decides it).  As expected + 1 it landed: `ok`.  Later, it is a stale
-  write, put back as "Stale writes" below says, whether or not the base
-  can still be read.
+    client.publish(path, body, E, metadata)  PUBLISH at E.  Answers ok or created with `version`
+                                             E + 1 (the client raises MarkError for any other
+                                             number), or conflict with `server-version`; a lost
+                                             answer is looked up by the client (FETCHes of its
+                                             own), and one it cannot find raises MarkError with
+                                             may_have_landed: never answered conflict here
+    client.fetch(path, version=N)            FETCH /vN, unless the client holds N: it read N by
+                                             number before, or published N itself and was answered
+                                             ok or created (so a version a merge just made is never
+                                             fetched); it keeps the last 64.  Every body, via `_read`
+    client.request("FETCH", path)            FETCH, always sent: the newest version's number only
+    client.versions(path), client.append     VERSIONS and APPEND, for `mark_append`
+    client.timeout                           each request's deadline, and the call's time (below)
+    MarkResponse.number(key)                 a version number out of an answer's metadata
+    MarkError(status, message, metadata, may_have_landed), MarkError.from_response(response, doing)
+    check_path, check_str, check_int, DEFAULT_TIMEOUT   argument checks; the CLI's default
+
+Mark documents are versioned and immutable.  The versions this file
+speaks of, by one name each: E, the version a PUBLISH was made against
+(`expected_version` for the call's first, the version a merge round read
+for a later one; `sent.against` in the code); C, the version a conflict
+names, or a merge round reads (`current`); L = C - 1, when C is a stale
+write of ours, the other writer's version it dropped (`lost`); the undo,
+L's exact body published again against C.  A PUBLISH loses to any
+writer that came in between with status `conflict`, naming C.  Whether C
+is the call's own write is asked first, in every mode, before anything
+needs the base (`_our_write`, the one place it is decided), and it
+answers one of: "landed" (C = E + 1 holds the body: the server stored it
+after all, and the call answers `ok`); "stale" (a later C holds it: the
+server stored it over L, and the call puts L back, as "Stale writes"
+below says, whether or not the base can still be read); not ours.  When
+C cannot be read (an error status, a transport failure), it is read again,
+READS reads in all within the call's time, and if it still cannot be,
+the call raises MarkError naming it (`metadata["unread-version"]`,
+`may_have_landed` True, the failure's status) rather than answer as if
+nothing of ours had landed.  Then, by `on_conflict`:
+
 - "fail" (the default): answers `conflict` (`your-version`, `current-version`).
 - "candidate": answers `merge-candidate`, diff3(base, ours, C) unpublished
-  (after an undo, against the undo),
-  with `publish-at-version`, for an agent that reads a merge before it lands.
-- "merge": the merge loop (`_publish_loop`).  Each round reads a version
-  by number (first C) and PUBLISHes diff3(base, ours, it) against it; base
-  is the version the caller edited, read once.  A round that overlaps publishes nothing:
-  `conflict, mergeable: false` with the marked body, for a person or an
-  LLM.  A PUBLISH that conflicts again names the next version to read; if
-  that does not hold what was just sent (yet another writer), the loop
-  first waits a random, growing while (RETRY_PAUSE) and reads the newest
-  version's number instead, unless the pause would end more than `timeout`
-  seconds after the call began (then: no pause, the version named).  Out of
-  PUBLISHes: `reason: contention`, `retries: max_retries`, `mergeable:
-  false` (no merge was published, clean or not); while putting a stale
-  write back, MarkError("overwritten").
+  (after an undo, against the undo), with `publish-at-version`, for an
+  agent that reads a merge before it lands; with the base gone,
+  `reason: base-unavailable`.
+- "merge": the merge loop (`_publish_loop`).  Each round reads C by
+  number and PUBLISHes diff3(base, ours, C) against it; base is the
+  version the caller edited, read once.  The loop ends in one of three
+  kinds: "ok" (a PUBLISH landed); "overlap" (the merge has conflict
+  markers: nothing is published, and the answer is `conflict, mergeable:
+  false` with the marked body, for a person or an LLM); "contention"
+  (the caller's PUBLISHes are spent: `reason: contention`, `retries:
+  max_retries`, `mergeable: false`, no merge published, clean or not).  A
+  PUBLISH that conflicts again names the next C; if that does not hold
+  what was just sent (yet another writer), the loop first waits a random,
+  growing while (RETRY_PAUSE) and reads the newest version's number
+  instead, unless the pause would end past the call's time (then: no
+  pause, the version named).
 
-What goes over the wire, request by request (E is `expected_version`, C
-the version a conflict names).  A FETCH /vN below is not sent when the
-client holds N: it read N by number before, or published N itself and was
-answered `ok` or `created` (so the version a merge just made is never
-fetched); the client keeps the last 64.  The newest number is always asked.
+The call's time is `client.timeout` seconds from its start: its pauses,
+its reads again of a failed read and a repair's PUBLISHes happen within
+it; each request has its own deadline besides.
+
+What goes over the wire, request by request (a FETCH /vN is not sent when
+the client holds N, as said above; the newest number is always asked).
 test_repair.py plays each row:
 
     no race          PUBLISH at E -> ok or created
@@ -71,54 +107,51 @@ test_repair.py plays each row:
     merge            PUBLISH at E -> conflict C; FETCH /vC; FETCH /vE; PUBLISH the merge at C
     merge, overlap   PUBLISH at E -> conflict C; FETCH /vC; FETCH /vE (nothing published)
     base gone        ... FETCH /vE -> not-found; FETCH (the newest number): base-unavailable
+    C unread         PUBLISH at E -> conflict C; FETCH /vC fails READS times: MarkError naming C
     lost again       PUBLISH at C -> conflict C2; FETCH /vC2 (is it ours?); pause;
                      FETCH (the newest number, N); FETCH /vN; PUBLISH the merge at N
                      (no PUBLISH left: FETCH /vC2 only, then contention; no time
                      left for the pause: neither it nor the newest number, N = C2)
-    stale write      PUBLISH at A -> conflict C > A + 1 and FETCH /vC holds the body: it was
-                     stored over L = C - 1.  Merge mode: FETCH /vA, FETCH /vL; PUBLISH
-                     diff3(A, L, C) at C if clean.  Else, any mode: FETCH /vL; PUBLISH
-                     L's body at C (the undo); the mode's answer (/vA gone: the undo;
-                     A = E: then base-unavailable).  A: E for the call's first
-                     PUBLISH, else the version the merge round read
+    stale write      PUBLISH at E -> conflict C > E + 1 and FETCH /vC holds the body: it was
+                     stored over L.  Merge mode: FETCH /vE, FETCH /vL; PUBLISH diff3(E, L, C)
+                     at C if clean (lost again: as above, on the repair's PUBLISHes).  Else,
+                     any mode: FETCH /vL; PUBLISH L's body at C (the undo); the mode's
+                     answer (/vE gone: the undo; E = expected_version: then base-unavailable)
 
 Version 0 is the empty document, never fetched.
 
-Stale writes.  Stored as V over another writer's version L = V - 1, the
-write dropped L's edits; the call puts back what a correct server would
-have left.  In merge mode, if the version A the write was made against can
-be read and diff3(A, L, latest) is clean, it publishes that (`ok`,
-`repaired: L`, `their-version`: V or a later one).  Otherwise, in every
-mode, it publishes L's exact body again against V (an undo, refused if
-anyone built on V) and answers as that mode answers a conflict, the undo
-being the current version, with `repaired: L`.  When the undo is or would
-be refused (another writer's version came after V), or no PUBLISH is left,
-it raises MarkError("overwritten") with `metadata["lost-version"] =
-str(L)` and publishes nothing more; when the undo was itself stored over
-yet another writer's version, it names that one (L is back, it is not).  A
-version counts as the call's by its body alone: another writer's with the
-very same body counts too.
+Stale writes.  Stored as C over another writer's version L, the write
+dropped L's edits; the call puts back what a correct server would have
+left.  In merge mode, if E can be read and diff3(E, L, latest) is clean,
+it publishes that (`ok`, `repaired: L`, `their-version`: C or a later
+one).  Otherwise, in every mode, it publishes the undo (refused if anyone
+built on C) and answers as that mode answers a conflict, the undo being
+the current version, with `repaired: L`.  Putting L back comes before the
+caller's own retries: it spends PUBLISHes of its own, at most
+REPAIR_PUBLISHES (12) a call beyond the caller's 1 + `max_retries`, and
+only within the call's time, pauses between lost races included.  It
+raises MarkError("overwritten") with `metadata["lost-version"] = str(L)`,
+and publishes nothing more, only when a person must decide (the latest
+meets a version built on ours since; the undo is refused for another
+writer's version) or the call's time or those PUBLISHes ran out; when
+the undo was itself stored over yet another writer's version, it names
+that one instead (L is back, it is not).  A version counts as the call's
+by its body alone: another writer's with the very same body counts too.
 
-One budget per call: `mark_publish` sends at most 1 + `max_retries`
-PUBLISHes, repairs included (a request the server refused unhandled and the
-client sent again is the same PUBLISH); every one, the first included, goes
-through the one `_Budget` the call makes.  So every version the call publishes is the caller's
-body, a clean diff3 merge, or an earlier version's exact body: never a
-guess, never a conflict marker the caller did not send.
+One budget per call: every PUBLISH, the first included, goes through the
+one `_Budget` the call makes.  `mark_publish` sends at most 1 +
+`max_retries` PUBLISHes for the caller's edit (a request the server
+refused unhandled and the client sent again is the same PUBLISH), and at
+most REPAIR_PUBLISHES more to put back versions a stale write dropped.
+What the call publishes is the caller's body, a clean diff3 merge, or an
+earlier version's exact body: never a guess, never a conflict marker the
+caller did not send, because a merge with markers is never published
+(the budget bounds how many, not what).
 
 `publish_edit` runs the same loop for any edit, from any `version`;
-`mark_sections.update_section` writes one section through it.  This file
-needs `diff3.py` and `mark_client.py` (and `requests`) beside it, and
-`mark_sections.py` for the CLI's `--section`; the example above runs on
+`mark_sections.update_section` writes one section through it (and is
+needed for the CLI's `--section`); the example above runs on
 `mark_server.py`, the reference server.
-
-What it asks of the client (mark_client.py): `publish(path, body,
-expected_version, metadata)`, `fetch(path, version=N)` for every body,
-`request("FETCH", path)` for the newest version's number only,
-`versions` and `append` (`mark_append`), and `timeout`.  A PUBLISH whose
-answer is lost and that the client's look-up does not find raises
-MarkError("transport", may_have_landed=True) out of every call here: it
-is not answered `conflict`.
 """
 
 from __future__ import annotations
@@ -209,13 +242,15 @@ def mark_publish(
     first.  In every mode a stale write of the call's own is put back,
     which publishes (an undo, or in merge mode a merge of what it
     overwrote: "Stale writes" in the module docstring).  At most
-    1 + `max_retries` PUBLISHes, repairs included.
+    1 + `max_retries` PUBLISHes for the edit, and REPAIR_PUBLISHES more
+    for putting versions back.
     Raises `MarkError` for a Mark error status answered to a PUBLISH or to
-    a FETCH of a body it needs (an unreadable C counts as not the call's
-    write, and is read again only to merge: not in "fail" mode, nor with
-    the base gone), for transport failures,
-    and ("overwritten") for another writer's version it could not restore.
-    A base answered `not-found` is `reason: base-unavailable`.
+    a FETCH of a body it needs (for C, the version the conflict names,
+    after reading it READS times: `may_have_landed` True and
+    `metadata["unread-version"]`, since it may be the call's write), for
+    transport failures, and ("overwritten") for another writer's version
+    it could not restore.  A base answered `not-found` is
+    `reason: base-unavailable`.
     """
     _check_publish(path, body, expected_version, max_retries, on_conflict)
     budget = _budget(1 + max_retries, client.timeout)
@@ -238,7 +273,8 @@ def after_conflict(
     metadata: Optional[Dict[str, str]] = None,
 ) -> PublishResult:
     """What `mark_publish` does once its PUBLISH of `body` at `expected_version` answered
-    `conflict`, as the module docstring says, with at most `max_retries` more PUBLISHes."""
+    `conflict`, as the module docstring says, with at most `max_retries` more PUBLISHes for the
+    edit (and REPAIR_PUBLISHES to put back what a stale write of it dropped)."""
     _check_publish(path, body, expected_version, max_retries, on_conflict)
     return _after_conflict(client, path, _Sent(body, expected_version), conflict.number("server-version"),
                            on_conflict, _budget(max_retries, client.timeout), metadata)
@@ -253,7 +289,8 @@ def merge_and_publish(
     metadata: Optional[Dict[str, str]] = None,
 ) -> PublishResult:
     """Merge `body` (edited from `expected_version`) onto the latest version and publish it:
-    at most `max_retries` PUBLISHes.
+    at most `max_retries` PUBLISHes for the edit (and REPAIR_PUBLISHES to put back what a stale
+    write of it dropped).
 
     If the latest version is `body`, published by the caller before, it
     counts as this call's write: landed, or a stale write put back, as
@@ -270,11 +307,14 @@ def merge_candidate(client: MarkClient, path: str, body: str, expected_version: 
     """The merge `merge_and_publish` would publish (unless the latest version is a stale write of `body`,
     which that repairs), with nothing published: for an agent to read first.
 
-    Returns `status: merge-candidate` with `publish_at_version` (the
-    version to publish it against) and `has_markers` (whether the body
-    holds conflict markers to resolve first), or `ok` when the newest version
-    is `body` as expected + 1 (it landed).  It publishes nothing, so a stale
-    write of `body` is merged with as any other version, not repaired.
+    Returns one of three answers: `status: merge-candidate` with
+    `publish_at_version` (the version to publish it against) and
+    `has_markers` (whether the body holds conflict markers to resolve
+    first); `ok` when the newest version is `body` as expected + 1 (it
+    landed); or `conflict, reason: base-unavailable` when the version
+    edited from is gone.  It publishes nothing, so a stale write of `body`
+    is merged with as any other version, not repaired.  Raises as
+    `mark_publish` does; a newest version it cannot read may be `body`.
     """
     _check_publish(path, body, expected_version, 1)
     until = time.monotonic() + client.timeout
@@ -297,9 +337,12 @@ def publish_edit(
 
     `edit` returns the text to publish and whether it holds an overlap (a
     text with conflict markers, published never).  At most 1 + `max_retries`
-    PUBLISHes.  Answers as `mark_publish(..., on_conflict="merge")` does,
-    with `base_version` (`ok`) or `your_version` (`conflict`) set to
-    `version`; a clean answer is `merged: true` with the published `body`.
+    PUBLISHes for the edit, and REPAIR_PUBLISHES to put back what a stale
+    write dropped.  Answers in `mark_publish(..., on_conflict="merge")`'s
+    shapes, with `base_version` (`ok`) or `your_version` (`conflict`) set
+    to `version`, but for one: every `ok` is `merged: true` with the
+    published `body`, uncontested too (the edit made the body: there is no
+    caller's body to have published plainly).
     """
     check_path(path)
     check_int("version", version, minimum=0)
@@ -342,14 +385,14 @@ def mark_append(client: MarkClient, path: str, body: str,
 
 class _Sent(NamedTuple):
     """A body published for this edit (by this call, or by its caller before `merge_and_publish`),
-    and the version it was published against."""
+    and E, the version it was published against."""
     text: str
     against: int
 
 
 class _Outcome(NamedTuple):
-    """How `_publish_loop` ended (its docstring's table); `repaired`: the version a stale write of ours
-    went over, put back."""
+    """How `_publish_loop` ended (its docstring's table): `kind` "ok", "overlap" or "contention";
+    `repaired`: L, the version a stale write of ours went over, put back."""
     kind: str
     version: int
     text: str = ""
@@ -667,7 +710,8 @@ def _check_publish(path, body, expected_version, max_retries, on_conflict="fail"
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """`python -m mark_publish`: publish a file or stdin, or one section of the document;
-    exit 0 published, 1 not (a conflict, a candidate), 2 error."""
+    exit 0: the edit was published (`status: ok`); 1: it was not (a conflict, a candidate), though
+    with `repaired: N` an undo of a stale write of it was; 2: an error."""
     parser = argparse.ArgumentParser(
         prog="mark-publish",
         description="Publish a markdown body to a Mark server. The token comes from $MARK_TOKEN.",
@@ -683,7 +727,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                              "(required, but for --section)")
     parser.add_argument("--on-conflict", choices=("fail", "merge", "candidate"),
                         help="if someone published since N: fail (the default: answer the conflict), merge "
-                             "(publish a clean merge), or candidate (print the merge, publish nothing)")
+                             "(publish a clean merge), or candidate (print the merge unpublished); any mode "
+                             "first undoes a write of ours the server stored over another's (repaired: N)")
     parser.add_argument("--section", metavar="S",
                         help="replace only section S ('## Results', 'Results' or '#results') with the body, "
                              "its heading line included, on the latest version; with N, a section changed "

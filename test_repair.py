@@ -470,6 +470,8 @@ def wire_table_row(fake, monkeypatch, row):
     mode, retries = {"fail": "fail", "candidate": "candidate", "stale write: fail": "fail"}.get(row, "merge"), 3
     if row == "base gone":
         server.gone = {1}
+    if row == "C unread":
+        server.failing = {"/p/v2": ["server-error"] * mp.READS}
     if row.startswith("lost again"):  # another writer while the base is read, and (with PUBLISHes left) one more
         server.after_fetch = {"/p/v1": lands(THEIRS + "More.\n"), "/p/v3": lands(THEIRS + "Most.\n")}
         retries = 1 if row == "lost again: no PUBLISH left" else 3
@@ -479,7 +481,10 @@ def wire_table_row(fake, monkeypatch, row):
     publish = server.publish
     server.publish = lambda at, body: (expected.append(at), publish(at, body))[1]
     with MarkClient(URL, token=TOKEN) as client:
-        mark_publish(client, "/p", OURS, 1, on_conflict=mode, max_retries=retries)
+        try:
+            mark_publish(client, "/p", OURS, 1, on_conflict=mode, max_retries=retries)
+        except MarkError as error:
+            assert (row, error.metadata) == ("C unread", {"unread-version": "2"})
     at = iter(expected)
     return [f"{verb} {path}" + (f" at {next(at)}" if verb == "PUBLISH" else "") for verb, path in server.requests]
 
@@ -492,6 +497,7 @@ WIRE_TABLE = {  # as mark_publish's docstring has it, with E = 1 and C = 2 (a st
     "merge": ["PUBLISH /p at 1", "FETCH /p/v2", "FETCH /p/v1", "PUBLISH /p at 2"],
     "merge, overlap": ["PUBLISH /p at 1", "FETCH /p/v2", "FETCH /p/v1"],
     "base gone": ["PUBLISH /p at 1", "FETCH /p/v2", "FETCH /p/v1", "FETCH /p"],
+    "C unread": ["PUBLISH /p at 1", "FETCH /p/v2", "FETCH /p/v2", "FETCH /p/v2"],
     "lost again": ["PUBLISH /p at 1", "FETCH /p/v2", "FETCH /p/v1", "PUBLISH /p at 2", "FETCH /p/v3",
                    "FETCH /p", "FETCH /p/v4", "PUBLISH /p at 4"],
     "lost again: no PUBLISH left": ["PUBLISH /p at 1", "FETCH /p/v2", "FETCH /p/v1", "PUBLISH /p at 2", "FETCH /p/v3"],
