@@ -47,6 +47,7 @@ the sides overlap; whether it has any); and `mark_client.py` (with
                                              ok or created (so a version a merge just made is never
                                              fetched); it keeps the last 64.  Every body, via `_read`
     client.request("FETCH", path)            FETCH, always sent: the newest version's number only
+    client.request("FETCH", path + "/vN")    FETCH /vN, always sent: `_read` reading N again
     client.versions(path), client.append     VERSIONS and APPEND, for `mark_append`
     client.timeout                           each request's deadline, and the call's time (below)
     MarkResponse.number(key)                 a version number out of an answer's metadata
@@ -71,7 +72,8 @@ C cannot be read (an error status, a transport failure), it is read again,
 READS reads in all within the call's time, and if it still cannot be,
 the call raises MarkError naming it (`metadata["unread-version"]`,
 `may_have_landed` True, the failure's status) rather than answer as if
-nothing of ours had landed.  Then, by `on_conflict`:
+nothing of ours had landed.  An empty body is read again too: the real
+server answers a version it is still writing so.  Then, by `on_conflict`:
 
 - "fail" (the default): answers `conflict` (`your-version`, `current-version`).
 - "candidate": answers `merge-candidate`, diff3(base, ours, C) unpublished
@@ -661,6 +663,10 @@ def _read(client: MarkClient, path: str, version: int, until: float, may_be_gone
     `not-found` is None.  A read that fails (any other status but `ok`, or
     MarkError from the client: a transport failure) is sent again, READS
     reads in all, while `until` is not past; then the last failure raises.
+    So is an empty body: the real server answers `ok` and nothing for a
+    version whose file it is still writing, and the client caches that, so
+    a read again goes past the cache (`request`).  Empty still at the last
+    read, the version is empty.
     """
     if not version:
         return ""
@@ -668,16 +674,18 @@ def _read(client: MarkClient, path: str, version: int, until: float, may_be_gone
     while True:
         reads += 1
         try:
-            response = client.fetch(path, version=version)
+            response = (client.fetch(path, version=version) if reads == 1
+                        else client.request("FETCH", f"{path}/v{version}"))
         except MarkError:
             if reads == READS or time.monotonic() >= until:
                 raise
             continue
-        if response.status == "ok":
+        last = reads == READS or time.monotonic() >= until
+        if response.status == "ok" and (response.body or last):
             return response.body
         if response.status == "not-found" and may_be_gone:
             return None
-        if reads == READS or time.monotonic() >= until:
+        if last:
             raise MarkError.from_response(response, f"FETCH {path}/v{version}")
 
 

@@ -43,7 +43,7 @@ class FakeMark:
         self.lose_answer = False  # the next PUBLISH is stored, and its answer lost
         self.after_fetch = {}  # path: what happens once it has been read
         self.gone = set()  # versions the server let go (its retention): not-found by number
-        self.failing = {}  # path: how its next reads fail, in order ("server-error" or "lost")
+        self.failing = {}  # path: how its next reads fail, in order ("server-error", "lost" or "empty")
         self.requests = []
         self.published = []  # the bodies PUBLISHed, in order
         for verb in ("FETCH", "PUBLISH", "VERSIONS"):
@@ -57,8 +57,11 @@ class FakeMark:
             return self.reply("ok", current=len(self.versions), total=len(self.versions))
         if request.method == "FETCH":
             if self.failing.get(path):
-                if self.failing[path].pop(0) == "lost":
+                how = self.failing[path].pop(0)
+                if how == "lost":
                     raise requests.ConnectionError("the answer was lost on its way back")
+                if how == "empty":  # the real server, reading a version file it is still writing
+                    return self.reply("ok", "", version=path.rsplit("/v", 1)[1])
                 return self.reply("server-error", "\n# Server error\n\ninternal error\n")
             answer = self.read(path)
             if path in self.after_fetch:
@@ -514,7 +517,7 @@ def test_each_row_of_the_wire_table(fake, monkeypatch, row):
 
 # ---------------------------------------- an unread C, and repairs that outlast the caller's retries
 
-@pytest.mark.parametrize("failure", ["server-error", "lost"])
+@pytest.mark.parametrize("failure", ["server-error", "lost", "empty"])
 @pytest.mark.parametrize("mode", ["fail", "candidate", "merge"])
 def test_a_stale_write_is_found_when_its_first_read_fails(fake, client, mode, failure):
     # Fail mode answered `conflict` and candidate mode a merge-candidate at v3 as if nothing of
@@ -564,7 +567,10 @@ def test_a_repair_that_keeps_losing_raises_after_its_stated_publishes(fake, clie
         return publish(at, body)
 
     server.publish = another_writer_first
+    pauses = []
+    monkeypatch.setattr(mp.time, "sleep", pauses.append)
     with pytest.raises(MarkError, match="over version 2") as caught:
         mark_publish(client, "/p", OURS, 1, on_conflict="merge", max_retries=1)
     assert caught.value.status == "overwritten"
     assert len(server.publishes()) == 1 + mp.REPAIR_PUBLISHES  # our write, then the repair's own allowance
+    assert len(pauses) == mp.REPAIR_PUBLISHES - 1  # a random pause after each lost race but the last
