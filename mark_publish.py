@@ -187,9 +187,12 @@ RETRY_PAUSE = 0.3
 # PUBLISHes of its own in a call, beyond the caller's 1 + max_retries, while the call's time lasts.
 REPAIR_PUBLISHES = 12
 
-# A version whose read fails (an error status, a transport failure) is read this many times at most,
-# while the call's time lasts: whether it is our write must not rest on one lost answer.
-READS = 3
+# A version whose read fails (an error status, a transport failure, an empty body) is read this many
+# times at most, while the call's time lasts, after pauses of READ_PAUSE, 4 times that, 16 times that:
+# whether it is our write must not rest on one lost answer.  Under load the real server has answered a
+# version it was still writing as empty to three reads in a row, and filled it within milliseconds.
+READS = 4
+READ_PAUSE = 0.01
 
 
 @dataclass
@@ -666,7 +669,8 @@ def _read(client: MarkClient, path: str, version: int, until: float, may_be_gone
     So is an empty body: the real server answers `ok` and nothing for a
     version whose file it is still writing, and the client caches that, so
     a read again goes past the cache (`request`).  Empty still at the last
-    read, the version is empty.
+    read, the version is empty.  Each read again follows a pause
+    (`_wait_to_read_again`).
     """
     if not version:
         return ""
@@ -677,16 +681,27 @@ def _read(client: MarkClient, path: str, version: int, until: float, may_be_gone
             response = (client.fetch(path, version=version) if reads == 1
                         else client.request("FETCH", f"{path}/v{version}"))
         except MarkError:
-            if reads == READS or time.monotonic() >= until:
-                raise
-            continue
-        last = reads == READS or time.monotonic() >= until
-        if response.status == "ok" and (response.body or last):
+            if _wait_to_read_again(reads, until):
+                continue
+            raise
+        if response.status == "ok" and response.body:
             return response.body
         if response.status == "not-found" and may_be_gone:
             return None
-        if last:
+        if not _wait_to_read_again(reads, until):
+            if response.status == "ok":
+                return ""
             raise MarkError.from_response(response, f"FETCH {path}/v{version}")
+
+
+def _wait_to_read_again(reads: int, until: float) -> bool:
+    """After `reads` failed reads of a version: pause READ_PAUSE * 4 ** (reads - 1) seconds and answer
+    True; False (no pause) after READS reads, or when the pause would end past the call's time."""
+    pause = READ_PAUSE * 4 ** (reads - 1)
+    if reads >= READS or time.monotonic() + pause >= until:
+        return False
+    time.sleep(pause)
+    return True
 
 
 def _base_unavailable(client: MarkClient, path: str, expected_version: int, repaired: Optional[int]) -> PublishResult:

@@ -500,7 +500,7 @@ WIRE_TABLE = {  # as mark_publish's docstring has it, with E = 1 and C = 2 (a st
     "merge": ["PUBLISH /p at 1", "FETCH /p/v2", "FETCH /p/v1", "PUBLISH /p at 2"],
     "merge, overlap": ["PUBLISH /p at 1", "FETCH /p/v2", "FETCH /p/v1"],
     "base gone": ["PUBLISH /p at 1", "FETCH /p/v2", "FETCH /p/v1", "FETCH /p"],
-    "C unread": ["PUBLISH /p at 1", "FETCH /p/v2", "FETCH /p/v2", "FETCH /p/v2"],
+    "C unread": ["PUBLISH /p at 1"] + ["FETCH /p/v2"] * mp.READS,
     "lost again": ["PUBLISH /p at 1", "FETCH /p/v2", "FETCH /p/v1", "PUBLISH /p at 2", "FETCH /p/v3",
                    "FETCH /p", "FETCH /p/v4", "PUBLISH /p at 4"],
     "lost again: no PUBLISH left": ["PUBLISH /p at 1", "FETCH /p/v2", "FETCH /p/v1", "PUBLISH /p at 2", "FETCH /p/v3"],
@@ -574,3 +574,10 @@ def test_a_repair_that_keeps_losing_raises_after_its_stated_publishes(fake, clie
     assert caught.value.status == "overwritten"
     assert len(server.publishes()) == 1 + mp.REPAIR_PUBLISHES  # our write, then the repair's own allowance
     assert len(pauses) == mp.REPAIR_PUBLISHES - 1  # a random pause after each lost race but the last
+
+
+def test_a_version_empty_at_every_read_is_empty(fake, client):
+    server = fake(BASE, "")  # another writer emptied the document: v2 is "", and no write of ours
+    res = mark_publish(client, "/p", OURS, 1)
+    assert (res.status, res.current_version) == ("conflict", 2)
+    assert server.requests == [("PUBLISH", "/p")] + [("FETCH", "/p/v2")] * mp.READS  # read again, then believed

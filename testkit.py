@@ -398,6 +398,8 @@ def write_rounds(client, path: str, writer: str, rounds: int, publish) -> List[T
         else:
             latest = client.fetch(path)
             version, text = int(latest.metadata["version"]), latest.body
+            if not text:  # the real server's answer for a version file it is still writing, which the
+                text = client.request("FETCH", f"{path}/v{version}").body  # client may have cached: read again
     return outcomes
 
 
