@@ -416,7 +416,8 @@ class _Budget:
     `mark_publish` and `publish_edit`, `max_retries` for `after_conflict`
     (its caller sent the first) and `merge_and_publish`.  Putting back
     another writer's version spends `repair`'s REPAIR_PUBLISHES instead, so
-    that a repair never waits on the caller's retries.
+    that the caller's spent retries never stop a repair, and only while the
+    call's time lasts.
     `until`: the end of the call's pauses and read-agains, `timeout` seconds
     after it began, the same for both.
     """

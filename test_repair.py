@@ -581,3 +581,12 @@ def test_a_version_empty_at_every_read_is_empty(fake, client):
     res = mark_publish(client, "/p", OURS, 1)
     assert (res.status, res.current_version) == ("conflict", 2)
     assert server.requests == [("PUBLISH", "/p")] + [("FETCH", "/p/v2")] * mp.READS  # read again, then believed
+
+
+def test_a_repair_publishes_only_within_the_calls_time(fake):
+    server = fake(BASE)
+    server.race = [lands(THEIRS)]  # ours is stored as v3 over their v2
+    with MarkClient(URL, token=TOKEN, timeout=1e-9) as client:  # the call's time is out once it has begun
+        with pytest.raises(MarkError, match="over version 2.*the call's time") as caught:
+            mark_publish(client, "/p", OURS, 1, on_conflict="merge")
+    assert caught.value.status == "overwritten" and server.publishes() == ["/p"]  # no repair PUBLISH after it
