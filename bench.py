@@ -584,18 +584,20 @@ def bench_publish(args) -> None:
 
 
 def bench_real(args) -> None:
-    """The real demarkus-server, rate limit on (its default, 50/s, bursts of 100) and off."""
+    """The real demarkus-server, rate limit on (its default, 50/s, bursts of 100) and off;
+    `--writers`, `--mode` and `--runs` pick rows and repeat them (a fresh server each)."""
     if not inside_loopback():  # it listens on every interface: run it, and us, in the loopback namespace
         os.execv(str(REAL_DEMARKUS / "loopback"), [str(REAL_DEMARKUS / "loopback"), sys.executable] + sys.argv)
     print(PUBLISH_HEADER)
     print("-" * len(PUBLISH_HEADER))
     token = "bench-token"
     for rate_limit, label in ((None, "real limited"), (0, "real unlimited")):
-        for writers in (1, 2, 4, 8, 16):
-            for mode in ("merge", "section", "naive"):
-                with tempfile.TemporaryDirectory() as folder, \
-                        real_demarkus(Path(folder), token, rate_limit) as url:
-                    print(publish_row(label, url, token, False, writers, mode, args.edits))
+        for writers in args.writers or (1, 2, 4, 8, 16):
+            for mode in args.mode or ("merge", "section", "naive"):
+                for _ in range(args.runs):
+                    with tempfile.TemporaryDirectory() as folder, \
+                            real_demarkus(Path(folder), token, rate_limit) as url:
+                        print(publish_row(label, url, token, False, writers, mode, args.edits), flush=True)
     print(PUBLISH_NOTES)
     print("real limited: the real server's default rate limit; real unlimited: DEMARKUS_RATE_LIMIT=0.")
 
@@ -678,6 +680,9 @@ def main() -> None:
     p.set_defaults(run=bench_publish)
     r = sub.add_parser("real", help="the merge loop and a naive caller against the real demarkus-server")
     r.add_argument("--edits", type=int, default=10, help="edits per writer")
+    r.add_argument("--writers", type=int, action="append", help="only this many writers (repeatable)")
+    r.add_argument("--mode", action="append", choices=("merge", "section", "naive"), help="only this mode")
+    r.add_argument("--runs", type=int, default=1, help="runs of each row, each on a fresh server")
     r.set_defaults(run=bench_real)
     m = sub.add_parser("limits", help="what one client can take of the reference server from the others")
     m.add_argument("--requests", type=int, default=50, help="FETCHes of the other client, per row")

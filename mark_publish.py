@@ -30,38 +30,76 @@
     $ MARK_TOKEN=... python -m mark_publish --server URL /notes.md --expected-version 6 \\
           --on-conflict merge --file notes.md      # exit 0 ok, 1 conflict or merge-candidate, 2 error
 
-Mark documents are versioned and immutable; a PUBLISH carries the version
-the caller edited (`expected-version`) and loses to any writer that came in
-between with status `conflict`, naming the newest version C.  What
-`mark_publish` does then, by `on_conflict`:
+What this file needs beside it: `diff3.py`, whose `diff3(base, ours,
+theirs)` returns `Merge(merged, had_conflict)`, a NamedTuple this file
+unpacks as `merged, had_conflict` (the text, with conflict markers where
+the sides overlap; whether it has any); and `mark_client.py` (with
+`requests`), whose calls are these, each one Mark request but where said:
 
-- any mode, first (before anything needs the base): if version C holds
-  the caller's body, the server stored the write after all (`_our_write`
-  decides it).  As expected + 1 it landed: `ok`.  Later, it is a stale
-  write, put back as "Stale writes" below says, whether or not the base
-  can still be read.
+    client.publish(path, body, E, metadata)  PUBLISH at E.  Answers ok or created with `version`
+                                             E + 1 (the client raises MarkError for any other
+                                             number), or conflict with `server-version`; a lost
+                                             answer is looked up by the client (FETCHes of its
+                                             own), and one it cannot find raises MarkError with
+                                             may_have_landed: never answered conflict here
+    client.fetch(path, version=N)            FETCH /vN, unless the client holds N: it read N by
+                                             number before, or published N itself and was answered
+                                             ok or created (so a version a merge just made is never
+                                             fetched); it keeps the last 64.  Every body, via `_read`
+    client.request("FETCH", path)            FETCH, always sent: the newest version's number only
+    client.request("FETCH", path + "/vN")    FETCH /vN, always sent: `_read` reading N again
+    client.versions(path), client.append     VERSIONS and APPEND, for `mark_append`
+    client.timeout                           each request's deadline, and the call's time (below)
+    MarkResponse.number(key)                 a version number out of an answer's metadata
+    MarkError(status, message, metadata, may_have_landed), MarkError.from_response(response, doing)
+    check_path, check_str, check_int, DEFAULT_TIMEOUT   argument checks; the CLI's default
+
+Mark documents are versioned and immutable.  The versions this file
+speaks of, by one name each: E, the version a PUBLISH was made against
+(`expected_version` for the call's first, the version a merge round read
+for a later one; `sent.against` in the code); C, the version a conflict
+names, or a merge round reads (`current`); L = C - 1, when C is a stale
+write of ours, the other writer's version it dropped (`lost`); the undo,
+L's exact body published again against C.  A PUBLISH loses to any
+writer that came in between with status `conflict`, naming C.  Whether C
+is the call's own write is asked first, in every mode, before anything
+needs the base (`_our_write`, the one place it is decided), and it
+answers one of: "landed" (C = E + 1 holds the body: the server stored it
+after all, and the call answers `ok`); "stale" (a later C holds it: the
+server stored it over L, and the call puts L back, as "Stale writes"
+below says, whether or not the base can still be read); not ours.  When
+C cannot be read (an error status, a transport failure), it is read again,
+READS reads in all within the call's time, and if it still cannot be,
+the call raises MarkError naming it (`metadata["unread-version"]`,
+`may_have_landed` True, the failure's status) rather than answer as if
+nothing of ours had landed.  An empty body is read again too: the real
+server answers a version it is still writing so.  Then, by `on_conflict`:
+
 - "fail" (the default): answers `conflict` (`your-version`, `current-version`).
 - "candidate": answers `merge-candidate`, diff3(base, ours, C) unpublished
-  (after an undo, against the undo),
-  with `publish-at-version`, for an agent that reads a merge before it lands.
-- "merge": the merge loop (`_publish_loop`).  Each round reads a version
-  by number (first C) and PUBLISHes diff3(base, ours, it) against it; base
-  is the version the caller edited, read once.  A round that overlaps publishes nothing:
-  `conflict, mergeable: false` with the marked body, for a person or an
-  LLM.  A PUBLISH that conflicts again names the next version to read; if
-  that does not hold what was just sent (yet another writer), the loop
-  first waits a random, growing while (RETRY_PAUSE) and reads the newest
-  version's number instead, unless the pause would end more than `timeout`
-  seconds after the call began (then: no pause, the version named).  Out of
-  PUBLISHes: `reason: contention`, `retries: max_retries`, `mergeable:
-  false` (no merge was published, clean or not); while putting a stale
-  write back, MarkError("overwritten").
+  (after an undo, against the undo), with `publish-at-version`, for an
+  agent that reads a merge before it lands; with the base gone,
+  `reason: base-unavailable`.
+- "merge": the merge loop (`_publish_loop`).  Each round reads C by
+  number and PUBLISHes diff3(base, ours, C) against it; base is the
+  version the caller edited, read once.  The loop ends in one of three
+  kinds: "ok" (a PUBLISH landed); "overlap" (the merge has conflict
+  markers: nothing is published, and the answer is `conflict, mergeable:
+  false` with the marked body, for a person or an LLM); "contention"
+  (the caller's PUBLISHes are spent: `reason: contention`, `retries:
+  max_retries`, `mergeable: false`, no merge published, clean or not).  A
+  PUBLISH that conflicts again names the next C; if that does not hold
+  what was just sent (yet another writer), the loop first waits a random,
+  growing while (RETRY_PAUSE) and reads the newest version's number
+  instead, unless the pause would end past the call's time (then: no
+  pause, the version named).
 
-What goes over the wire, request by request (E is `expected_version`, C
-the version a conflict names).  A FETCH /vN below is not sent when the
-client holds N: it read N by number before, or published N itself and was
-answered `ok` or `created` (so the version a merge just made is never
-fetched); the client keeps the last 64.  The newest number is always asked.
+The call's time is `client.timeout` seconds from its start: its pauses,
+its reads again of a failed read and a repair's PUBLISHes happen within
+it; each request has its own deadline besides.
+
+What goes over the wire, request by request (a FETCH /vN is not sent when
+the client holds N, as said above; the newest number is always asked).
 test_repair.py plays each row:
 
     no race          PUBLISH at E -> ok or created
@@ -71,54 +109,51 @@ test_repair.py plays each row:
     merge            PUBLISH at E -> conflict C; FETCH /vC; FETCH /vE; PUBLISH the merge at C
     merge, overlap   PUBLISH at E -> conflict C; FETCH /vC; FETCH /vE (nothing published)
     base gone        ... FETCH /vE -> not-found; FETCH (the newest number): base-unavailable
+    C unread         PUBLISH at E -> conflict C; FETCH /vC fails READS times: MarkError naming C
     lost again       PUBLISH at C -> conflict C2; FETCH /vC2 (is it ours?); pause;
                      FETCH (the newest number, N); FETCH /vN; PUBLISH the merge at N
                      (no PUBLISH left: FETCH /vC2 only, then contention; no time
                      left for the pause: neither it nor the newest number, N = C2)
-    stale write      PUBLISH at A -> conflict C > A + 1 and FETCH /vC holds the body: it was
-                     stored over L = C - 1.  Merge mode: FETCH /vA, FETCH /vL; PUBLISH
-                     diff3(A, L, C) at C if clean.  Else, any mode: FETCH /vL; PUBLISH
-                     L's body at C (the undo); the mode's answer (/vA gone: the undo;
-                     A = E: then base-unavailable).  A: E for the call's first
-                     PUBLISH, else the version the merge round read
+    stale write      PUBLISH at E -> conflict C > E + 1 and FETCH /vC holds the body: it was
+                     stored over L.  Merge mode: FETCH /vE, FETCH /vL; PUBLISH diff3(E, L, C)
+                     at C if clean (lost again: as above, on the repair's PUBLISHes).  Else,
+                     any mode: FETCH /vL; PUBLISH L's body at C (the undo); the mode's
+                     answer (/vE gone: the undo; E = expected_version: then base-unavailable)
 
 Version 0 is the empty document, never fetched.
 
-Stale writes.  Stored as V over another writer's version L = V - 1, the
-write dropped L's edits; the call puts back what a correct server would
-have left.  In merge mode, if the version A the write was made against can
-be read and diff3(A, L, latest) is clean, it publishes that (`ok`,
-`repaired: L`, `their-version`: V or a later one).  Otherwise, in every
-mode, it publishes L's exact body again against V (an undo, refused if
-anyone built on V) and answers as that mode answers a conflict, the undo
-being the current version, with `repaired: L`.  When the undo is or would
-be refused (another writer's version came after V), or no PUBLISH is left,
-it raises MarkError("overwritten") with `metadata["lost-version"] =
-str(L)` and publishes nothing more; when the undo was itself stored over
-yet another writer's version, it names that one (L is back, it is not).  A
-version counts as the call's by its body alone: another writer's with the
-very same body counts too.
+Stale writes.  Stored as C over another writer's version L, the write
+dropped L's edits; the call puts back what a correct server would have
+left.  In merge mode, if E can be read and diff3(E, L, latest) is clean,
+it publishes that (`ok`, `repaired: L`, `their-version`: C or a later
+one).  Otherwise, in every mode, it publishes the undo (refused if anyone
+built on C) and answers as that mode answers a conflict, the undo being
+the current version, with `repaired: L`.  Putting L back comes before the
+caller's own retries: it spends PUBLISHes of its own, at most
+REPAIR_PUBLISHES (12) a call beyond the caller's 1 + `max_retries`, and
+only within the call's time, pauses between lost races included.  It
+raises MarkError("overwritten") with `metadata["lost-version"] = str(L)`,
+and publishes nothing more, only when a person must decide (the latest
+meets a version built on ours since; the undo is refused for another
+writer's version) or the call's time or those PUBLISHes ran out; when
+the undo was itself stored over yet another writer's version, it names
+that one instead (L is back, it is not).  A version counts as the call's
+by its body alone: another writer's with the very same body counts too.
 
-One budget per call: `mark_publish` sends at most 1 + `max_retries`
-PUBLISHes, repairs included (a request the server refused unhandled and the
-client sent again is the same PUBLISH); every one, the first included, goes
-through the one `_Budget` the call makes.  So every version the call publishes is the caller's
-body, a clean diff3 merge, or an earlier version's exact body: never a
-guess, never a conflict marker the caller did not send.
+One budget per call: every PUBLISH, the first included, goes through the
+one `_Budget` the call makes.  `mark_publish` sends at most 1 +
+`max_retries` PUBLISHes for the caller's edit (a request the server
+refused unhandled and the client sent again is the same PUBLISH), and at
+most REPAIR_PUBLISHES more to put back versions a stale write dropped.
+What the call publishes is the caller's body, a clean diff3 merge, or an
+earlier version's exact body: never a guess, never a conflict marker the
+caller did not send, because a merge with markers is never published
+(the budget bounds how many, not what).
 
 `publish_edit` runs the same loop for any edit, from any `version`;
-`mark_sections.update_section` writes one section through it.  This file
-needs `diff3.py` and `mark_client.py` (and `requests`) beside it, and
-`mark_sections.py` for the CLI's `--section`; the example above runs on
+`mark_sections.update_section` writes one section through it (and is
+needed for the CLI's `--section`); the example above runs on
 `mark_server.py`, the reference server.
-
-What it asks of the client (mark_client.py): `publish(path, body,
-expected_version, metadata)`, `fetch(path, version=N)` for every body,
-`request("FETCH", path)` for the newest version's number only,
-`versions` and `append` (`mark_append`), and `timeout`.  A PUBLISH whose
-answer is lost and that the client's look-up does not find raises
-MarkError("transport", may_have_landed=True) out of every call here: it
-is not answered `conflict`.
 """
 
 from __future__ import annotations
@@ -147,6 +182,17 @@ __all__ = [
 # (`_step_aside`).  Requests are not bounded by it: each has its own deadline.
 # `python bench.py publish` at 8 writers: 0.02 s escalates ~35% of edits, 0.3 s ~1%.
 RETRY_PAUSE = 0.3
+
+# Putting back another writer's version a stale write of ours dropped (a repair) may spend this many
+# PUBLISHes of its own in a call, beyond the caller's 1 + max_retries, while the call's time lasts.
+REPAIR_PUBLISHES = 12
+
+# A version whose read fails (an error status, a transport failure, an empty body) is read this many
+# times at most, while the call's time lasts, after pauses of READ_PAUSE, 4 times that, 16 times that:
+# whether it is our write must not rest on one lost answer.  Under load the real server has answered a
+# version it was still writing as empty to three reads in a row, and filled it within milliseconds.
+READS = 4
+READ_PAUSE = 0.01
 
 
 @dataclass
@@ -201,16 +247,18 @@ def mark_publish(
     first.  In every mode a stale write of the call's own is put back,
     which publishes (an undo, or in merge mode a merge of what it
     overwrote: "Stale writes" in the module docstring).  At most
-    1 + `max_retries` PUBLISHes, repairs included.
+    1 + `max_retries` PUBLISHes for the edit, and REPAIR_PUBLISHES more
+    for putting versions back.
     Raises `MarkError` for a Mark error status answered to a PUBLISH or to
-    a FETCH of a body it needs (an unreadable C counts as not the call's
-    write, and is read again only to merge: not in "fail" mode, nor with
-    the base gone), for transport failures,
-    and ("overwritten") for another writer's version it could not restore.
-    A base answered `not-found` is `reason: base-unavailable`.
+    a FETCH of a body it needs (for C, the version the conflict names,
+    after reading it READS times: `may_have_landed` True and
+    `metadata["unread-version"]`, since it may be the call's write), for
+    transport failures, and ("overwritten") for another writer's version
+    it could not restore.  A base answered `not-found` is
+    `reason: base-unavailable`.
     """
     _check_publish(path, body, expected_version, max_retries, on_conflict)
-    budget = _Budget(1 + max_retries, client.timeout)
+    budget = _budget(1 + max_retries, client.timeout)
     response = budget.publish(client, path, body, expected_version, metadata)
     version = _landed(response, f"PUBLISH {path}")
     if version is not None:
@@ -230,10 +278,11 @@ def after_conflict(
     metadata: Optional[Dict[str, str]] = None,
 ) -> PublishResult:
     """What `mark_publish` does once its PUBLISH of `body` at `expected_version` answered
-    `conflict`, as the module docstring says, with at most `max_retries` more PUBLISHes."""
+    `conflict`, as the module docstring says, with at most `max_retries` more PUBLISHes for the
+    edit (and REPAIR_PUBLISHES to put back what a stale write of it dropped)."""
     _check_publish(path, body, expected_version, max_retries, on_conflict)
     return _after_conflict(client, path, _Sent(body, expected_version), conflict.number("server-version"),
-                           on_conflict, _Budget(max_retries, client.timeout), metadata)
+                           on_conflict, _budget(max_retries, client.timeout), metadata)
 
 
 def merge_and_publish(
@@ -245,7 +294,8 @@ def merge_and_publish(
     metadata: Optional[Dict[str, str]] = None,
 ) -> PublishResult:
     """Merge `body` (edited from `expected_version`) onto the latest version and publish it:
-    at most `max_retries` PUBLISHes.
+    at most `max_retries` PUBLISHes for the edit (and REPAIR_PUBLISHES to put back what a stale
+    write of it dropped).
 
     If the latest version is `body`, published by the caller before, it
     counts as this call's write: landed, or a stale write put back, as
@@ -254,7 +304,7 @@ def merge_and_publish(
     reason: base-unavailable`: fetch the document and redo the edit.
     """
     _check_publish(path, body, expected_version, max_retries)
-    budget = _Budget(max_retries, client.timeout)
+    budget = _budget(max_retries, client.timeout)
     return _merge(client, path, _Sent(body, expected_version), _current_version(client, path), budget, metadata)
 
 
@@ -262,17 +312,21 @@ def merge_candidate(client: MarkClient, path: str, body: str, expected_version: 
     """The merge `merge_and_publish` would publish (unless the latest version is a stale write of `body`,
     which that repairs), with nothing published: for an agent to read first.
 
-    Returns `status: merge-candidate` with `publish_at_version` (the
-    version to publish it against) and `has_markers` (whether the body
-    holds conflict markers to resolve first), or `ok` when the newest version
-    is `body` as expected + 1 (it landed).  It publishes nothing, so a stale
-    write of `body` is merged with as any other version, not repaired.
+    Returns one of three answers: `status: merge-candidate` with
+    `publish_at_version` (the version to publish it against) and
+    `has_markers` (whether the body holds conflict markers to resolve
+    first); `ok` when the newest version is `body` as expected + 1 (it
+    landed); or `conflict, reason: base-unavailable` when the version
+    edited from is gone.  It publishes nothing, so a stale write of `body`
+    is merged with as any other version, not repaired.  Raises as
+    `mark_publish` does; a newest version it cannot read may be `body`.
     """
     _check_publish(path, body, expected_version, 1)
+    until = time.monotonic() + client.timeout
     current, sent = _current_version(client, path), _Sent(body, expected_version)
-    if _our_write(client, path, sent, current) == "landed":
+    if _our_write(client, path, sent, current, until) == "landed":
         return PublishResult("ok", version=current, merged=False)
-    return _candidate(client, path, sent, current, None)
+    return _candidate(client, path, sent, current, None, until)
 
 
 def publish_edit(
@@ -288,14 +342,17 @@ def publish_edit(
 
     `edit` returns the text to publish and whether it holds an overlap (a
     text with conflict markers, published never).  At most 1 + `max_retries`
-    PUBLISHes.  Answers as `mark_publish(..., on_conflict="merge")` does,
-    with `base_version` (`ok`) or `your_version` (`conflict`) set to
-    `version`; a clean answer is `merged: true` with the published `body`.
+    PUBLISHes for the edit, and REPAIR_PUBLISHES to put back what a stale
+    write dropped.  Answers in `mark_publish(..., on_conflict="merge")`'s
+    shapes, with `base_version` (`ok`) or `your_version` (`conflict`) set
+    to `version`, but for one: every `ok` is `merged: true` with the
+    published `body`, uncontested too (the edit made the body: there is no
+    caller's body to have published plainly).
     """
     check_path(path)
     check_int("version", version, minimum=0)
     check_int("max_retries", max_retries, minimum=1)
-    budget = _Budget(1 + max_retries, client.timeout)
+    budget = _budget(1 + max_retries, client.timeout)
     outcome = _publish_loop(client, path, edit, version, None, budget, metadata)
     return _answer(outcome, False, version, version, max_retries)
 
@@ -333,14 +390,14 @@ def mark_append(client: MarkClient, path: str, body: str,
 
 class _Sent(NamedTuple):
     """A body published for this edit (by this call, or by its caller before `merge_and_publish`),
-    and the version it was published against."""
+    and E, the version it was published against."""
     text: str
     against: int
 
 
 class _Outcome(NamedTuple):
-    """How `_publish_loop` ended (its docstring's table); `repaired`: the version a stale write of ours
-    went over, put back."""
+    """How `_publish_loop` ended (its docstring's table): `kind` "ok", "overlap" or "contention";
+    `repaired`: L, the version a stale write of ours went over, put back."""
     kind: str
     version: int
     text: str = ""
@@ -349,22 +406,30 @@ class _Outcome(NamedTuple):
 
 
 class _Budget:
-    """The PUBLISHes a call has left, and until when it may pause between them.
+    """The PUBLISHes a call has left, and until when it may pause between them and read again.
 
     Each public entry point that PUBLISHes (not `mark_append`: one APPEND)
-    makes one, first thing, and every PUBLISH it sends, its first and its
-    repairs included, goes through `publish`, so that no path can send more
-    than the call was given: 1 + `max_retries` for `mark_publish` and
-    `publish_edit`, `max_retries` for `after_conflict` (its caller sent the
-    first) and `merge_and_publish`.
-    `until`: the end of the call's pauses, `timeout` seconds after it began.
+    makes one with `_budget`, first thing, and every PUBLISH it sends goes
+    through the `publish` of that budget or of its `repair`, so that no path
+    sends more than the call was given.  The caller's own edit (its body,
+    merges of it, after an undo too) spends `tries`: 1 + `max_retries` for
+    `mark_publish` and `publish_edit`, `max_retries` for `after_conflict`
+    (its caller sent the first) and `merge_and_publish`.  Putting back
+    another writer's version spends `repair`'s REPAIR_PUBLISHES instead, so
+    that the caller's spent retries never stop a repair, and only while the
+    call's time lasts.
+    `until`: the end of the call's pauses and read-agains, `timeout` seconds
+    after it began, the same for both.
     """
 
-    def __init__(self, tries: int, seconds: float):
-        self.tries, self.spent, self.until = tries, 0, time.monotonic() + seconds
+    def __init__(self, tries: int, until: float, repair: Optional[_Budget] = None):
+        self.tries, self.spent, self.until = tries, 0, until
+        self.repair = repair or self  # a repair's own repairs spend the same allowance
 
     @property
     def left(self) -> int:
+        if self.repair is self and time.monotonic() >= self.until:
+            return 0  # a repair publishes only within the call's time
         return self.tries - self.spent
 
     def publish(self, client: MarkClient, path: str, body: str, against: int,
@@ -373,40 +438,46 @@ class _Budget:
         return client.publish(path, body, against, metadata)
 
 
+def _budget(tries: int, seconds: float) -> _Budget:
+    """A call's budget: `tries` PUBLISHes for its edit, REPAIR_PUBLISHES for repairs, `seconds` for both."""
+    until = time.monotonic() + seconds
+    return _Budget(tries, until, _Budget(REPAIR_PUBLISHES, until))
+
+
 def _after_conflict(client: MarkClient, path: str, sent: _Sent, current: int, on_conflict: str, budget: _Budget,
                     metadata: Optional[Dict[str, str]]) -> PublishResult:
-    """What a PUBLISH of `sent` that answered conflict naming `current` comes to, by `on_conflict`."""
+    """What a PUBLISH of `sent` that answered conflict naming C = `current` comes to, by `on_conflict`."""
     if on_conflict == "merge":
         return _merge(client, path, sent, current, budget, metadata)
-    write = _our_write(client, path, sent, current)
+    write = _our_write(client, path, sent, current, budget.until)
     if write == "landed":
         return PublishResult("ok", version=current, merged=False)
     repaired = None
     if write == "stale":
         repaired = current - 1
-        current = _undo(client, path, repaired, current, budget, metadata)
+        current = _undo(client, path, repaired, current, budget.repair, metadata)
     if on_conflict == "fail":
         return PublishResult("conflict", your_version=sent.against, current_version=current, repaired=repaired)
-    return _candidate(client, path, sent, current, repaired)
+    return _candidate(client, path, sent, current, repaired, budget.until)
 
 
 def _merge(client: MarkClient, path: str, sent: _Sent, current: int, budget: _Budget,
            metadata: Optional[Dict[str, str]]) -> PublishResult:
-    """The merge loop of `sent` onto version `current` and on, for "merge" and `merge_and_publish`.
+    """The merge loop of `sent` onto version C = `current` and on, for "merge" and `merge_and_publish`.
 
-    Whether `current` is our write is asked before the base is read, so that
-    a stale write is put back (undone) even when the base is gone; with the
-    base there, the loop's first round finds it again and repairs it.
+    Whether C is our write is asked before the base (E) is read, so that a
+    stale write is put back (undone) even when E is gone; with E there, the
+    loop's first round finds it again and repairs it.
     """
-    write = _our_write(client, path, sent, current)
+    write = _our_write(client, path, sent, current, budget.until)
     if write == "landed":
         return PublishResult("ok", version=current, merged=False)
-    base = _base(client, path, sent.against)
+    base = _read(client, path, sent.against, budget.until, may_be_gone=True)
     if base is None:
         repaired = None
         if write == "stale":  # without the base nothing can be merged: only the undo puts L back
             repaired = current - 1
-            _undo(client, path, repaired, current, budget, metadata)
+            _undo(client, path, repaired, current, budget.repair, metadata)
         return _base_unavailable(client, path, sent.against, repaired)
     retries = budget.left
     outcome = _publish_loop(client, path, _change(base, sent.text), current, sent, budget, metadata)
@@ -434,33 +505,33 @@ def _publish_loop(client: MarkClient, path: str, edit: Callable[[str], Tuple[str
                   sent: Optional[_Sent], budget: _Budget, metadata: Optional[Dict[str, str]]) -> _Outcome:
     """Publish `edit(latest body)` onto the latest version, while `budget` lasts; how that ended.
 
-    Each round reads version `current` by number (first the one given), and
-    the first of these that holds ends the loop or starts the next round:
+    Each round reads version `current` (C; first the one given), and the
+    first of these that holds ends the loop or starts the next round:
 
-        current is `sent`, what this call published last   "ok" (version, text, their_version):
-          (`_our_write`), as `sent.against + 1`              it landed after all
-        current is `sent`, later: stored over another      `_repair`'s outcome: it puts that
-          writer's version                                   version back, or raises "overwritten"
-        no PUBLISH left                                    "contention" (version: the latest seen)
-        edit(current) overlaps                             "overlap" (version, the text with markers)
-        PUBLISH edit(current) at current: ok or created    "ok" (version, text, their_version)
-        PUBLISH edit(current) at current: conflict         next round, at the version it names; when
+        C is `sent`, what this call published last        "ok" (version, text, their_version):
+          (`_our_write`), as E + 1 (E: `sent.against`)      it landed after all
+        C is `sent`, later: "stale", stored over           `_repair`'s outcome: it puts L back,
+          another writer's version L = C - 1                or raises "overwritten"
+        no PUBLISH left in `budget`                        "contention" (version: C)
+        edit(C) overlaps                                   "overlap" (version, the text with markers)
+        PUBLISH edit(C) at C: ok or created                "ok" (version, text, their_version)
+        PUBLISH edit(C) at C: conflict                     next round, at the version it names; when
                                                            that is not what was just sent, at the
                                                            newest, after a pause (`_step_aside`)
 
-    `_repair` runs this loop again (to put the version back; after an undo,
-    with `edit`).  Each such level follows a PUBLISH, so the budget bounds it.
+    `_repair` runs this loop again (to put L back, on the repair budget;
+    after an undo, with `edit` on `budget`).  Each such level follows a
+    PUBLISH, so the two budgets bound it.
     """
     while True:
-        theirs = _body(client, path, current)
-        write = _our_write(client, path, sent, current)
+        write = _our_write(client, path, sent, current, budget.until)
         if write == "landed":
-            return _Outcome("ok", current, theirs, sent.against)
+            return _Outcome("ok", current, sent.text, sent.against)
         if write == "stale":
             return _repair(client, path, edit, sent, current, budget, metadata)
         if not budget.left:
             return _Outcome("contention", current)
-        text, overlap = edit(theirs)
+        text, overlap = edit(_read(client, path, current, budget.until))
         if overlap:
             return _Outcome("overlap", current, text)
         response = budget.publish(client, path, text, current, metadata)
@@ -468,33 +539,35 @@ def _publish_loop(client: MarkClient, path: str, edit: Callable[[str], Tuple[str
         if version is not None:
             return _Outcome("ok", version, text, current)
         sent, current = _Sent(text, current), response.number("server-version")
-        if budget.left and _our_write(client, path, sent, current) is None:  # others keep publishing
+        if budget.left and _our_write(client, path, sent, current, budget.until) is None:  # others keep publishing
             current = _step_aside(client, path, current, budget)
 
 
-def _repair(client: MarkClient, path: str, edit: Callable[[str], Tuple[str, bool]], sent: _Sent, stale: int,
+def _repair(client: MarkClient, path: str, edit: Callable[[str], Tuple[str, bool]], sent: _Sent, current: int,
             budget: _Budget, metadata: Optional[Dict[str, str]]) -> _Outcome:
-    """The merge loop's repair (merge mode, `publish_edit`, a repair's own loop) of version
-    L = `stale - 1`, which the server dropped when it stored our write `sent` as `stale`; then the
-    loop's answer, with `repaired: L`.
+    """The merge loop's repair of L = C - 1, which the server dropped when it stored our write `sent` (made
+    against E = `sent.against`) as C = `current`; then the loop's answer, with `repaired: L`.
 
-    The merge loop publishes L's own change (from `sent.against` to L)
-    onto the latest version.  Where that overlaps while the latest is still
-    `stale`, or `sent.against` is gone, `_undo` publishes L's exact body
-    again, and the merge loop goes on with `edit` from there.  Otherwise
-    MarkError("overwritten") names L.
+    On `budget.repair` (REPAIR_PUBLISHES, within the call's time), the merge
+    loop publishes L's own change (from E to L) onto the latest version.
+    Where that overlaps while the latest is still C, or E is gone, `_undo`
+    publishes L's exact body again, and the merge loop goes on with `edit`
+    on `budget` from there.  Otherwise MarkError("overwritten") names L (a
+    person must decide: the latest meets a version built on ours since; or
+    the repair's time or PUBLISHes ran out), or `_undo` raises it.
     """
-    lost = stale - 1
-    base = _base(client, path, sent.against)
+    lost, repair = current - 1, budget.repair
+    base = _read(client, path, sent.against, budget.until, may_be_gone=True)
     if base is not None:
-        back = _publish_loop(client, path, _change(base, _body(client, path, lost)), stale, None, budget, metadata)
+        back = _publish_loop(client, path, _change(base, _read(client, path, lost, budget.until)), current, None,
+                             repair, metadata)
         if back.kind == "ok":
             return back._replace(repaired=lost)
         if back.kind == "contention":
-            raise _overwritten(path, lost, "no PUBLISH was left to put it back")
-        if back.version != stale:
+            raise _overwritten(path, lost, "the call's time, or the PUBLISHes a repair may spend, ran out")
+        if back.version != current:
             raise _overwritten(path, lost, "it meets a version built on ours since")
-    undone = _undo(client, path, lost, stale, budget, metadata)
+    undone = _undo(client, path, lost, current, repair, metadata)
     return _publish_loop(client, path, edit, undone, None, budget, metadata)._replace(repaired=lost)
 
 
@@ -503,27 +576,33 @@ def _change(base: str, changed: str) -> Callable[[str], Tuple[str, bool]]:
     return lambda latest: diff3(base, changed, latest)
 
 
-def _our_write(client: MarkClient, path: str, sent: Optional[_Sent], version: int) -> Optional[str]:
+def _our_write(client: MarkClient, path: str, sent: Optional[_Sent], version: int, until: float) -> Optional[str]:
     """Is version `version` the write `sent`, stored after all?  The one place this is decided.
 
-    "landed": it is `sent.against + 1`, where a correct server stores it.
-    "stale": it is later, so the server stored it over another writer's
-    version - 1, whose edits it dropped.  None: not ours (no write, an
-    earlier version, another body, or a version the server will not give).
-    A version counts as ours by its body alone.
+    "landed": it is E + 1 (E: `sent.against`), where a correct server
+    stores it.  "stale": it is later, so the server stored it over another
+    writer's version L = `version` - 1, whose edits it dropped.  None: not
+    ours (no write, a version not after E, another body).  A version
+    counts as ours by its body alone.  When it cannot be read (`_read`
+    tried again), it may be ours: MarkError with `may_have_landed` True and
+    `metadata["unread-version"]` naming it, never an answer.
     """
     if sent is None or version <= sent.against:
         return None
-    response = client.fetch(path, version=version)
-    if response.status != "ok" or response.body != sent.text:
+    try:
+        body = _read(client, path, version, until)
+    except MarkError as error:
+        raise MarkError(error.status, f"{path}: version {version}, which may be this call's write, could not be "
+                                      f"read ({error.message}); fetch it before publishing again", {"unread-version": str(version)}, may_have_landed=True) from error
+    if body != sent.text:
         return None
     return "landed" if version == sent.against + 1 else "stale"
 
 
 def _step_aside(client: MarkClient, path: str, current: int, budget: _Budget) -> int:
-    """Wait a random, growing while (RETRY_PAUSE, doubling with each PUBLISH spent) after a lost race,
-    so that writers who lost together do not race again together, and read the newest version's
-    number; `current` if the budget's time is near its end."""
+    """Wait a random, growing while (RETRY_PAUSE, doubling with each PUBLISH `budget` spent) after a lost
+    race, so that writers who lost together do not race again together, and read the newest version's
+    number; `current` if the call's time is near its end."""
     pause = random.uniform(0, RETRY_PAUSE * 2 ** (budget.spent - 1))
     if time.monotonic() + pause >= budget.until:
         return current
@@ -531,21 +610,23 @@ def _step_aside(client: MarkClient, path: str, current: int, budget: _Budget) ->
     return _current_version(client, path)
 
 
-def _undo(client: MarkClient, path: str, lost: int, stale: int, budget: _Budget,
+def _undo(client: MarkClient, path: str, lost: int, current: int, repair: _Budget,
           metadata: Optional[Dict[str, str]]) -> int:
-    """Publish version `lost`'s body again against `stale`, the write of ours the server stored over it:
-    the version the undo became, `stale + 1` (answered so, the client checks, or refused in conflict naming
-    it while it holds the undo: stored after all).  MarkError("overwritten") when refused for another
-    writer's version, or stored over one."""
-    if not budget.left:
-        raise _overwritten(path, lost, "no PUBLISH was left to undo ours")
-    undo = _Sent(_body(client, path, lost), stale)
-    response = budget.publish(client, path, undo.text, stale, metadata)
+    """The undo: publish L = `lost`'s exact body again against C = `current`, the write of ours the
+    server stored over it, on the `repair` budget; the version the undo became, C + 1 (answered
+    `created` or `ok`, which the client checks names C + 1; or refused in conflict naming C + 1
+    while it holds the undo: stored after all).  MarkError("overwritten") naming L when no repair
+    PUBLISH or time is left, or the undo is refused for another writer's version; naming that
+    version instead when the undo was itself stored over it (L is back, it is not)."""
+    if not repair.left:
+        raise _overwritten(path, lost, "the call's time, or the PUBLISHes a repair may spend, ran out")
+    undo = _Sent(_read(client, path, lost, repair.until), current)
+    response = repair.publish(client, path, undo.text, current, metadata)
     version = _landed(response, f"PUBLISH {path}")
     if version is not None:
         return version
     named = response.number("server-version")
-    write = _our_write(client, path, undo, named)
+    write = _our_write(client, path, undo, named, repair.until)
     if write is None:
         raise _overwritten(path, lost, f"version {named}, someone else's, came before the undo")
     if write == "stale":
@@ -568,40 +649,65 @@ def _overwritten(path: str, lost: int, why: str) -> MarkError:
                                     "with the latest", {"lost-version": str(lost)}, may_have_landed=True)
 
 
-def _candidate(client: MarkClient, path: str, sent: _Sent, current: int, repaired: Optional[int]) -> PublishResult:
-    base = _base(client, path, sent.against)
+def _candidate(client: MarkClient, path: str, sent: _Sent, current: int, repaired: Optional[int],
+               until: float) -> PublishResult:
+    base = _read(client, path, sent.against, until, may_be_gone=True)
     if base is None:
         return _base_unavailable(client, path, sent.against, repaired)
-    merged, had_conflict = diff3(base, sent.text, _body(client, path, current))
+    merged, had_conflict = diff3(base, sent.text, _read(client, path, current, until))
     return PublishResult("merge-candidate", your_version=sent.against, current_version=current,
                          publish_at_version=current, has_markers=had_conflict, repaired=repaired, body=merged)
 
 
-def _base(client: MarkClient, path: str, expected_version: int) -> Optional[str]:
-    """The body of the version the caller edited ("" for version 0); None when it is gone."""
-    if not expected_version:
+def _read(client: MarkClient, path: str, version: int, until: float, may_be_gone: bool = False) -> Optional[str]:
+    """The body of `version`, read by number ("" for version 0): every body this file uses is read here,
+    never through the unversioned FETCH (the real server can pair the newest number with an older body).
+
+    With `may_be_gone` (E, the base: it never was, or the server let it go),
+    `not-found` is None.  A read that fails (any other status but `ok`, or
+    MarkError from the client: a transport failure) is sent again, READS
+    reads in all, while `until` is not past; then the last failure raises.
+    So is an empty body: the real server answers `ok` and nothing for a
+    version whose file it is still writing, and the client caches that, so
+    a read again goes past the cache (`request`).  Empty still at the last
+    read, the version is empty.  Each read again follows a pause
+    (`_wait_to_read_again`).
+    """
+    if not version:
         return ""
-    response = client.fetch(path, version=expected_version)
-    if response.status == "not-found":  # never was, or the server let it go
-        return None
-    if response.status != "ok":
-        raise MarkError.from_response(response, f"FETCH {path}/v{expected_version}")
-    return response.body
+    reads = 0
+    while True:
+        reads += 1
+        try:
+            response = (client.fetch(path, version=version) if reads == 1
+                        else client.request("FETCH", f"{path}/v{version}"))
+        except MarkError:
+            if _wait_to_read_again(reads, until):
+                continue
+            raise
+        if response.status == "ok" and response.body:
+            return response.body
+        if response.status == "not-found" and may_be_gone:
+            return None
+        if not _wait_to_read_again(reads, until):
+            if response.status == "ok":
+                return ""
+            raise MarkError.from_response(response, f"FETCH {path}/v{version}")
+
+
+def _wait_to_read_again(reads: int, until: float) -> bool:
+    """After `reads` failed reads of a version: pause READ_PAUSE * 4 ** (reads - 1) seconds and answer
+    True; False (no pause) after READS reads, or when the pause would end past the call's time."""
+    pause = READ_PAUSE * 4 ** (reads - 1)
+    if reads >= READS or time.monotonic() + pause >= until:
+        return False
+    time.sleep(pause)
+    return True
 
 
 def _base_unavailable(client: MarkClient, path: str, expected_version: int, repaired: Optional[int]) -> PublishResult:
     return PublishResult("conflict", your_version=expected_version, current_version=_current_version(client, path),
                          mergeable=False, reason="base-unavailable", repaired=repaired)
-
-
-def _body(client: MarkClient, path: str, version: int) -> str:
-    """The body of `version` ("" for version 0), read by number: always that version's own body."""
-    if not version:
-        return ""
-    response = client.fetch(path, version=version)
-    if response.status != "ok":
-        raise MarkError.from_response(response, f"FETCH {path}/v{version}")
-    return response.body
 
 
 def _current_version(client: MarkClient, path: str) -> int:
@@ -628,7 +734,8 @@ def _check_publish(path, body, expected_version, max_retries, on_conflict="fail"
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """`python -m mark_publish`: publish a file or stdin, or one section of the document;
-    exit 0 published, 1 not (a conflict, a candidate), 2 error."""
+    exit 0: the edit was published (`status: ok`); 1: it was not (a conflict, a candidate), though
+    with `repaired: N` an undo of a stale write of it was; 2: an error."""
     parser = argparse.ArgumentParser(
         prog="mark-publish",
         description="Publish a markdown body to a Mark server. The token comes from $MARK_TOKEN.",
@@ -644,7 +751,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                              "(required, but for --section)")
     parser.add_argument("--on-conflict", choices=("fail", "merge", "candidate"),
                         help="if someone published since N: fail (the default: answer the conflict), merge "
-                             "(publish a clean merge), or candidate (print the merge, publish nothing)")
+                             "(publish a clean merge), or candidate (print the merge unpublished); any mode "
+                             "first undoes a write of ours the server stored over another's (repaired: N)")
     parser.add_argument("--section", metavar="S",
                         help="replace only section S ('## Results', 'Results' or '#results') with the body, "
                              "its heading line included, on the latest version; with N, a section changed "

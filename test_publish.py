@@ -146,10 +146,16 @@ def test_fail_mode_reads_the_current_version_and_publishes_nothing_more(mock, cl
     assert res.to_text() == "status: conflict\nyour-version: 5\ncurrent-version: 6\n"
 
 
-def test_fail_mode_answers_the_conflict_when_the_named_version_is_not_given(mock, client):
+@pytest.mark.parametrize("mode", ["fail", "candidate", "merge"])
+def test_a_named_version_that_is_never_given_raises_naming_it(mock, client, mode):
+    # It may hold our write: this answered `conflict` (fail) as if nothing of ours had landed.
     add(mock, "PUBLISH", "/p", conflict(5, 6))
     add(mock, "FETCH", "/p/v6", mark("archived", "\n# Archived\n\n/p is archived\n"))
-    assert mark_publish(client, "/p", OURS, 5) == PublishResult("conflict", your_version=5, current_version=6)
+    with pytest.raises(MarkError, match="version 6, which may be this call's write") as caught:
+        mark_publish(client, "/p", OURS, 5, on_conflict=mode)
+    assert (caught.value.status, caught.value.may_have_landed) == ("archived", True)
+    assert caught.value.metadata == {"unread-version": "6"}
+    assert [(verb, path) for verb, path, *_ in sent(mock)] == [("PUBLISH", "/p")] + [("FETCH", "/p/v6")] * mp.READS
 
 
 @pytest.mark.parametrize("mode", ["fail", "merge"])
@@ -286,13 +292,13 @@ def test_token_never_in_repr_url_or_error(mock):
 @pytest.mark.parametrize("status", ["not-found", "not-permitted", "archived", "bad-request", "server-error"])
 def test_error_status_mid_loop_raises_and_publishes_nothing_more(mock, client, status):
     add(mock, "PUBLISH", "/p", conflict(5, 6))
-    add(mock, "FETCH", "/p/v5", mark("ok", BASE, version=5, current_version=6))
     add(mock, "FETCH", "/p/v6", mark(status, "\n# Oops\n\nthe reason\n", detail="d"))
     with pytest.raises(MarkError) as info:
         mark_publish(client, "/p", OURS, 5, on_conflict="merge")
-    assert info.value.status == status and info.value.metadata == {"detail": "d"}
+    # v6 may be our write: the error says so, and names it, before any base is read
+    assert (info.value.status, info.value.may_have_landed, info.value.metadata) == (status, True, {"unread-version": "6"})
     assert "the reason" in str(info.value)
-    assert [c[0] for c in sent(mock)].count("PUBLISH") == 1
+    assert [c[0] for c in sent(mock)] == ["PUBLISH"] + ["FETCH"] * mp.READS
 
 
 def test_missing_base_version_is_a_structured_conflict(mock, client):

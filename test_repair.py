@@ -43,6 +43,7 @@ class FakeMark:
         self.lose_answer = False  # the next PUBLISH is stored, and its answer lost
         self.after_fetch = {}  # path: what happens once it has been read
         self.gone = set()  # versions the server let go (its retention): not-found by number
+        self.failing = {}  # path: how its next reads fail, in order ("server-error", "lost" or "empty")
         self.requests = []
         self.published = []  # the bodies PUBLISHed, in order
         for verb in ("FETCH", "PUBLISH", "VERSIONS"):
@@ -55,6 +56,13 @@ class FakeMark:
         if request.method == "VERSIONS":
             return self.reply("ok", current=len(self.versions), total=len(self.versions))
         if request.method == "FETCH":
+            if self.failing.get(path):
+                how = self.failing[path].pop(0)
+                if how == "lost":
+                    raise requests.ConnectionError("the answer was lost on its way back")
+                if how == "empty":  # the real server, reading a version file it is still writing
+                    return self.reply("ok", "", version=path.rsplit("/v", 1)[1])
+                return self.reply("server-error", "\n# Server error\n\ninternal error\n")
             answer = self.read(path)
             if path in self.after_fetch:
                 self.after_fetch.pop(path)(self)
@@ -427,7 +435,8 @@ def test_random_races_lose_nothing_and_answer_truly(monkeypatch):
                 assert error.status == "overwritten", case
                 res = error
         final = server.versions[-1]
-        assert len(server.publishes()) <= 1 + 3, case  # one budget per call: the write and max_retries more
+        # one budget per call: the write and max_retries more, and a repair's own allowance
+        assert len(server.publishes()) <= 1 + 3 + mp.REPAIR_PUBLISHES, case
         if mode in ("fail", "candidate"):  # never a merge: the caller's body, or an undo (an earlier version's)
             assert all(sent == ours or sent in server.versions[:-1] for sent in server.published), case
         assert not any(line.startswith(("<<<<<<<", "=======", ">>>>>>>")) for text in server.versions
@@ -464,6 +473,8 @@ def wire_table_row(fake, monkeypatch, row):
     mode, retries = {"fail": "fail", "candidate": "candidate", "stale write: fail": "fail"}.get(row, "merge"), 3
     if row == "base gone":
         server.gone = {1}
+    if row == "C unread":
+        server.failing = {"/p/v2": ["server-error"] * mp.READS}
     if row.startswith("lost again"):  # another writer while the base is read, and (with PUBLISHes left) one more
         server.after_fetch = {"/p/v1": lands(THEIRS + "More.\n"), "/p/v3": lands(THEIRS + "Most.\n")}
         retries = 1 if row == "lost again: no PUBLISH left" else 3
@@ -473,7 +484,10 @@ def wire_table_row(fake, monkeypatch, row):
     publish = server.publish
     server.publish = lambda at, body: (expected.append(at), publish(at, body))[1]
     with MarkClient(URL, token=TOKEN) as client:
-        mark_publish(client, "/p", OURS, 1, on_conflict=mode, max_retries=retries)
+        try:
+            mark_publish(client, "/p", OURS, 1, on_conflict=mode, max_retries=retries)
+        except MarkError as error:
+            assert (row, error.metadata) == ("C unread", {"unread-version": "2"})
     at = iter(expected)
     return [f"{verb} {path}" + (f" at {next(at)}" if verb == "PUBLISH" else "") for verb, path in server.requests]
 
@@ -486,6 +500,7 @@ WIRE_TABLE = {  # as mark_publish's docstring has it, with E = 1 and C = 2 (a st
     "merge": ["PUBLISH /p at 1", "FETCH /p/v2", "FETCH /p/v1", "PUBLISH /p at 2"],
     "merge, overlap": ["PUBLISH /p at 1", "FETCH /p/v2", "FETCH /p/v1"],
     "base gone": ["PUBLISH /p at 1", "FETCH /p/v2", "FETCH /p/v1", "FETCH /p"],
+    "C unread": ["PUBLISH /p at 1"] + ["FETCH /p/v2"] * mp.READS,
     "lost again": ["PUBLISH /p at 1", "FETCH /p/v2", "FETCH /p/v1", "PUBLISH /p at 2", "FETCH /p/v3",
                    "FETCH /p", "FETCH /p/v4", "PUBLISH /p at 4"],
     "lost again: no PUBLISH left": ["PUBLISH /p at 1", "FETCH /p/v2", "FETCH /p/v1", "PUBLISH /p at 2", "FETCH /p/v3"],
@@ -498,3 +513,80 @@ WIRE_TABLE = {  # as mark_publish's docstring has it, with E = 1 and C = 2 (a st
 def test_each_row_of_the_wire_table(fake, monkeypatch, row):
     assert wire_table_row(fake, monkeypatch, row) == WIRE_TABLE[row]
     assert f"\n    {row.split(':')[0]:<16} " in mp.__doc__  # the docstring has the row
+
+
+# ---------------------------------------- an unread C, and repairs that outlast the caller's retries
+
+@pytest.mark.parametrize("failure", ["server-error", "lost", "empty"])
+@pytest.mark.parametrize("mode", ["fail", "candidate", "merge"])
+def test_a_stale_write_is_found_when_its_first_read_fails(fake, client, mode, failure):
+    # Fail mode answered `conflict` and candidate mode a merge-candidate at v3 as if nothing of
+    # ours had landed: their v2, told it landed, stayed overwritten and nothing said so.
+    server = fake(BASE)
+    server.race = [lands(THEIRS)]  # ours, sent against v1, is stored as v3 over their v2
+    server.failing = {"/p/v3": [failure]}
+    res = mark_publish(client, "/p", OURS, 1, on_conflict=mode)
+    assert res.repaired == 2 and "End, theirs." in server.versions[-1]
+
+
+@pytest.mark.parametrize("mode", ["fail", "candidate", "merge"])
+def test_a_named_version_that_cannot_be_read_raises_naming_it(fake, client, mode):
+    server = fake(BASE)
+    server.race = [lands(THEIRS)]
+    server.failing = {"/p/v3": ["server-error", "lost"] * mp.READS}
+    with pytest.raises(MarkError, match="version 3, which may be this call's write") as caught:
+        mark_publish(client, "/p", OURS, 1, on_conflict=mode)
+    assert (caught.value.may_have_landed, caught.value.metadata["unread-version"]) == (True, "3")
+    assert server.versions == [BASE, THEIRS, OURS] and server.publishes() == ["/p"]  # nothing more published
+
+
+def test_a_repair_may_spend_more_publishes_than_the_callers_retries(fake, client, monkeypatch):
+    # With one retry the repair had one PUBLISH: it lost its race and raised "overwritten: no PUBLISH
+    # was left to put it back", leaving their v2 out of the document.
+    monkeypatch.setattr(mp, "RETRY_PAUSE", 0)
+    server = fake(BASE)
+    # Ours lands as v3 over their v2; the repair's merge then loses two races to X and Y.
+    server.race = [lands(THEIRS), lands(OURS.replace("Middle.", "Middle, X.")),
+                   lambda fake: fake.versions.append(fake.versions[-1].replace("# Doc", "# Doc, Y"))]
+    res = mark_publish(client, "/p", OURS, 1, on_conflict="merge", max_retries=1)
+    assert (res.status, res.repaired) == ("ok", 2)
+    final = server.versions[-1]
+    assert all(line in final for line in ("Intro, ours.", "End, theirs.", "Middle, X.", "# Doc, Y")), final
+    assert len(server.publishes()) == 4 > 1 + 1  # our write, and three for the repair
+
+
+def test_a_repair_that_keeps_losing_raises_after_its_stated_publishes(fake, client, monkeypatch):
+    monkeypatch.setattr(mp, "RETRY_PAUSE", 0)
+    server = fake(BASE)
+    server.race = [lands(THEIRS)]  # ours is stored as v3 over their v2
+    count, publish = itertools.count(), server.publish
+
+    def another_writer_first(at, body):  # every later PUBLISH loses plainly: someone landed just before it
+        if server.published[1:]:
+            server.versions.append(server.versions[-1] + f"Other {next(count)}.\n")
+        return publish(at, body)
+
+    server.publish = another_writer_first
+    pauses = []
+    monkeypatch.setattr(mp.time, "sleep", pauses.append)
+    with pytest.raises(MarkError, match="over version 2") as caught:
+        mark_publish(client, "/p", OURS, 1, on_conflict="merge", max_retries=1)
+    assert caught.value.status == "overwritten"
+    assert len(server.publishes()) == 1 + mp.REPAIR_PUBLISHES  # our write, then the repair's own allowance
+    assert len(pauses) == mp.REPAIR_PUBLISHES - 1  # a random pause after each lost race but the last
+
+
+def test_a_version_empty_at_every_read_is_empty(fake, client):
+    server = fake(BASE, "")  # another writer emptied the document: v2 is "", and no write of ours
+    res = mark_publish(client, "/p", OURS, 1)
+    assert (res.status, res.current_version) == ("conflict", 2)
+    assert server.requests == [("PUBLISH", "/p")] + [("FETCH", "/p/v2")] * mp.READS  # read again, then believed
+
+
+def test_a_repair_publishes_only_within_the_calls_time(fake):
+    server = fake(BASE)
+    server.race = [lands(THEIRS)]  # ours is stored as v3 over their v2
+    with MarkClient(URL, token=TOKEN, timeout=1e-9) as client:  # the call's time is out once it has begun
+        with pytest.raises(MarkError, match="over version 2.*the call's time") as caught:
+            mark_publish(client, "/p", OURS, 1, on_conflict="merge")
+    assert caught.value.status == "overwritten" and server.publishes() == ["/p"]  # no repair PUBLISH after it

@@ -457,8 +457,7 @@ def write_rounds(client, path: str, writer: str, rounds: int, publish) -> List[T
     from the latest version.  Returns, per round: the line, the result and
     the seconds it took.
     """
-    latest = client.fetch(path)
-    version, text = int(latest.metadata["version"]), latest.body
+    version, text = _latest(client, path)
     outcomes = []
     for n in range(rounds):
         line = f"{writer} edit {n}"
@@ -469,9 +468,21 @@ def write_rounds(client, path: str, writer: str, rounds: int, publish) -> List[T
         if result.status == "ok":
             version, text = result.version, result.body if result.merged else body
         else:
-            latest = client.fetch(path)
-            version, text = int(latest.metadata["version"]), latest.body
+            version, text = _latest(client, path)
     return outcomes
+
+
+def _latest(client, path: str) -> Tuple[int, str]:
+    """The newest version's number and body.  The real server answers a version it is still writing
+    (even one it has acknowledged) as `ok` and empty, and the client caches that: an empty body is
+    read again by number, past the cache, up to 100 times."""
+    latest = client.fetch(path)
+    version, text = int(latest.metadata["version"]), latest.body
+    for _ in range(100):
+        if text:
+            break
+        text = client.request("FETCH", f"{path}/v{version}").body
+    return version, text
 
 
 def together(*calls: Callable[[], object]) -> list:
