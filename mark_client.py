@@ -119,8 +119,9 @@ Every kind of answer this client returns, as MarkResponse(status, metadata, body
 
 - as it came: the server's status, every key of its metadata but
   `status`, its body (every method; `request` returns nothing else).
-- a cached version: `fetch(path, version=N)` once it was read by number:
-  that first answer, without `current-version`.
+- a cached version: `fetch(path, version=N)` once it was read by number
+  and answered `ok` with a body: that first answer, without
+  `current-version`.
 - a cached own PUBLISH: `fetch(path, version=N)` of a version this client
   PUBLISHed with E and the server answered `ok` or `created` (not an
   APPEND, not a look-up's): `ok`, the caller's metadata and `version`
@@ -141,6 +142,8 @@ Every MarkError (status, may_have_landed), where it is raised:
   an earlier copy of the write went out.
 - `MarkResponse.number`: ("transport", False), no version under the key
   (inside a look-up: it cannot tell).
+- `fetch(path)`: ("transport", False) when the version the current
+  document names reads empty and the document does not (the cache, below).
 - mark_quic.py's MarkErrors never reach the caller as they are: each is
   the unsent row (nothing went out) or the lost row (the request did).
 - `MarkError.from_response`: the server's status, False; made by
@@ -159,8 +162,15 @@ look-up) and `modified` (copied into a look-up's `created`); it makes up
 
 Versions are immutable, so a version read by number (`fetch(path,
 version=N)`, a look-up's reads included) is cached, the last
-_CACHED_VERSIONS used, and so is a version this client PUBLISHed with E,
-as the kinds above say.
+CACHED_VERSIONS used, and so is a version this client PUBLISHed with E,
+as the kinds above say.  An empty body is not: the real server answers
+`ok` and nothing for a version whose file it has made but not yet
+written (a torn read), and its `content-hash` is the hash of the bytes it
+read, so it matches: that check proves an answer came as it was sent,
+not that the version was whole.  So an empty version is read again each
+time, and `fetch(path)` raises rather than answer an empty numbered body
+for a current document that has one (the newest version half written, or
+an empty one behind a lagging link: nothing here tells which).
 """
 
 from __future__ import annotations
@@ -196,7 +206,7 @@ _READS = ("FETCH", "LIST", "VERSIONS")  # verbs safe to send again
 # accepts (10 MiB), with room for metadata.  Anything larger is given up
 # on while it arrives, never held whole.
 MAX_RESPONSE_BYTES = 24 * 1024 * 1024
-_CACHED_VERSIONS = 64  # immutable versions kept per client
+CACHED_VERSIONS = 64  # versions a client keeps, the least recently used going first
 REFUSED_TRIES = 8  # sends of a request, in all, while the server refuses it or closes unanswered
 _LOOK_AHEAD = 16  # versions after expected-version searched for a write whose outcome is unknown
 
@@ -325,8 +335,8 @@ class MarkClient:
             self._link.close()
 
     def fetch(self, path: str, version: Optional[int] = None) -> MarkResponse:
-        """FETCH the current document, or `version` of it, cached (versions never change): the first
-        read answered as it came, a cached one without `current-version`; a version this client
+        """FETCH the current document, or `version` of it, cached (versions never change) unless empty: the
+        first read answered as it came, a cached one without `current-version`; a version this client
         PUBLISHed with `expected_version`, answered `ok` or `created`, is known without a FETCH,
         with the caller's metadata and `version` only (the module docstring's kinds of answer).
 
@@ -342,7 +352,9 @@ class MarkClient:
         metadata but for `etag` (it named the other body, and is dropped) and
         `content-hash` (the numbered body's); nothing of the second answer's
         metadata is kept.  Either request can raise MarkError; a second
-        answer that is not `ok` leaves the first as it came.
+        answer that is not `ok` leaves the first as it came; an empty one,
+        where the first has a body, raises MarkError("transport"): the
+        version may still be being written (the module docstring's cache).
         """
         if version is None:
             latest = self.request("FETCH", path)
@@ -353,6 +365,9 @@ class MarkClient:
             pinned = self.fetch(path, version=int(number))
             if pinned.status != "ok" or pinned.body == latest.body:
                 return latest
+            if not pinned.body:  # a version still being written, or an empty one behind a lagging link
+                raise MarkError("transport", f"FETCH {path}/v{number} answered an empty body while {path} has "
+                                             "one: the version may still be being written; fetch again")
             metadata = {key: value for key, value in latest.metadata.items() if key != "etag"}
             metadata["content-hash"] = "sha256-" + hashlib.sha256(pinned.body.encode("utf-8")).hexdigest()
             return MarkResponse("ok", metadata, pinned.body)
@@ -363,7 +378,7 @@ class MarkClient:
             self._versions.move_to_end(key)
             return self._versions[key]
         response = self.request("FETCH", f"{path}/v{version}")
-        if response.status == "ok":
+        if response.status == "ok" and response.body:  # empty: maybe a torn read, so never kept
             self._keep(key, response._replace(metadata={k: v for k, v in response.metadata.items()
                                                         if k != "current-version"}))
         return response
@@ -550,7 +565,7 @@ class MarkClient:
         """Remember version key[1] of document key[0], the least recently used going first."""
         self._versions[key] = response
         self._versions.move_to_end(key)  # stored again: used now
-        if len(self._versions) > _CACHED_VERSIONS:
+        if len(self._versions) > CACHED_VERSIONS:
             self._versions.popitem(last=False)
 
 

@@ -43,11 +43,11 @@ the sides overlap; whether it has any); and `mark_client.py` (with
                                              own), and one it cannot find raises MarkError with
                                              may_have_landed: never answered conflict here
     client.fetch(path, version=N)            FETCH /vN, unless the client holds N: it read N by
-                                             number before, or published N itself and was answered
-                                             ok or created (so a version a merge just made is never
-                                             fetched); it keeps the last 64.  Every body, via `_read`
+                                             number before with a body (an empty one is never kept),
+                                             or published N itself and was answered ok or created
+                                             (so a version a merge just made is never fetched); it
+                                             keeps the last CACHED_VERSIONS (64).  Every body, via `_read`
     client.request("FETCH", path)            FETCH, always sent: the newest version's number only
-    client.request("FETCH", path + "/vN")    FETCH /vN, always sent: `_read` reading N again
     client.versions(path), client.append     VERSIONS and APPEND, for `mark_append`
     client.timeout                           each request's deadline, and the call's time (below)
     MarkResponse.number(key)                 a version number out of an answer's metadata
@@ -668,10 +668,11 @@ def _read(client: MarkClient, path: str, version: int, until: float, may_be_gone
     MarkError from the client: a transport failure) is sent again, READS
     reads in all, while `until` is not past; then the last failure raises.
     So is an empty body: the real server answers `ok` and nothing for a
-    version whose file it is still writing, and the client caches that, so
-    a read again goes past the cache (`request`).  Empty still at the last
-    read, the version is empty.  Each read again follows a pause
-    (`_wait_to_read_again`).
+    version whose file it has made but not yet written, with a
+    `content-hash` of that nothing (it hashes what it read, so no hash tells
+    a torn read from an empty version), and the client keeps no empty body,
+    so each read again is sent.  Empty still at the last read, the version
+    is empty.  Each read again follows a pause (`_wait_to_read_again`).
     """
     if not version:
         return ""
@@ -679,8 +680,7 @@ def _read(client: MarkClient, path: str, version: int, until: float, may_be_gone
     while True:
         reads += 1
         try:
-            response = (client.fetch(path, version=version) if reads == 1
-                        else client.request("FETCH", f"{path}/v{version}"))
+            response = client.fetch(path, version=version)
         except MarkError:
             if _wait_to_read_again(reads, until):
                 continue

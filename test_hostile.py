@@ -542,17 +542,54 @@ def test_close_leaves_a_session_passed_in_open(raw):
     assert session.get(server.url + "/p").status_code == 200  # and it still works
 
 
-def test_a_version_stored_again_is_the_most_recently_used(raw, monkeypatch):
-    monkeypatch.setattr(mc, "_CACHED_VERSIONS", 2)  # the cache's size, small enough to fill here
+def test_a_version_stored_again_is_the_most_recently_used(raw):
+    size = mc.CACHED_VERSIONS
     server = raw(lambda conn, request: conn.sendall(
         http(mark_answer("v\n", version=request.split(b" ")[1].rsplit(b"/v", 1)[1].decode()))
-        if request.startswith(b"FETCH") else http(mark_answer(status="created", version=3))))
+        if request.startswith(b"FETCH") else http(mark_answer(status="created", version=size))))
     client = MarkClient(server.url, token=TOKEN)
-    client.fetch("/p", version=1)
-    client.fetch("/p", version=2)
-    client.publish("/p", "three\n", expected_version=2)  # v3 kept, v1 goes: v2, v3
-    client.fetch("/p", version=2)                         # from the cache, now the newest: v3, v2
-    client.publish("/p", "three\n", expected_version=2)  # v3 kept again, now the newest: v2, v3
-    client.fetch("/p", version=4)                         # so v2 goes, and v3 stays
+    for version in range(1, size):
+        client.fetch("/p", version=version)
+    client.publish("/p", "mine\n", expected_version=size - 1)  # kept: the cache is full
+    for version in range(1, size):
+        client.fetch("/p", version=version)                       # from the cache: v(size) is now the oldest used
+    client.publish("/p", "mine\n", expected_version=size - 1)  # kept again: now the newest used
+    client.fetch("/p", version=size + 1)                          # so v1 goes, and v(size) stays
     before = len(server.requests)
-    assert client.fetch("/p", version=3).body == "three\n" and len(server.requests) == before
+    assert client.fetch("/p", version=size).body == "mine\n" and len(server.requests) == before
+    client.fetch("/p", version=1)
+    assert len(server.requests) == before + 1
+
+
+def empty_then_whole(raw):
+    """A server whose first FETCH /p/v2 finds the version still being written: `ok`, no body, and a
+    content-hash that matches it (the real server hashes what it read); later ones read it whole.
+    FETCH /p answers version 2, whole."""
+    def answer(conn, request):
+        if request.startswith(b"FETCH /p/v2 "):
+            reads = sum(r.startswith(b"FETCH /p/v2 ") for r in server.requests)
+            body = "" if reads == 1 else "two\n"
+            digest = "sha256-" + hashlib.sha256(body.encode()).hexdigest()
+            conn.sendall(http(mark_answer(body, version=2, **{"content-hash": digest, "current-version": 2})))
+        else:
+            conn.sendall(http(mark_answer("two\n", version=2)))
+    server = raw(answer)
+    return server
+
+
+def test_an_empty_version_is_not_cached_it_may_be_a_torn_read(raw):
+    server = empty_then_whole(raw)
+    client = MarkClient(server.url)
+    assert client.fetch("/p", version=2).body == ""      # as it came: the hash matches the empty body
+    assert client.fetch("/p", version=2).body == "two\n"  # read again, not the empty answer kept
+    assert client.fetch("/p", version=2).body == "two\n" and len(server.requests) == 2  # kept once whole
+
+
+def test_a_current_document_is_never_answered_with_an_empty_read_of_its_version(raw):
+    server = empty_then_whole(raw)
+    client = MarkClient(server.url)
+    with pytest.raises(MarkError) as raised:
+        client.fetch("/p")
+    assert raised.value.status == "transport" and "/p/v2" in raised.value.message
+    assert not raised.value.may_have_landed
+    assert client.fetch("/p").body == "two\n"  # the read again goes past the cache, and finds it whole

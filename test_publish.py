@@ -181,10 +181,14 @@ def test_base_version_cache_is_bounded_and_reused(mock, client):
     for _ in range(3):
         assert client.fetch("/p", version=1).body == "one"
     assert len(mock.calls) == 1
-    for n in range(2, mc._CACHED_VERSIONS + 2):
+    for n in range(2, mc.CACHED_VERSIONS + 2):
         add(mock, "FETCH", f"/p/v{n}", mark("ok", str(n), version=n))
         client.fetch("/p", version=n)
-    assert len(client._versions) == mc._CACHED_VERSIONS and ("/p", 1) not in client._versions
+    assert len(mock.calls) == mc.CACHED_VERSIONS + 1
+    client.fetch("/p", version=mc.CACHED_VERSIONS + 1)  # still kept
+    assert len(mock.calls) == mc.CACHED_VERSIONS + 1
+    assert client.fetch("/p", version=1).body == "one"  # the least recently used went first
+    assert len(mock.calls) == mc.CACHED_VERSIONS + 2
 
 
 def test_merge_and_publish_directly(mock, client):

@@ -234,7 +234,7 @@ def test_a_stale_merge_is_repaired_too(fake, client):
 
 def test_a_stale_merge_is_undone_when_the_version_it_was_made_against_is_gone(fake, client, monkeypatch):
     # This raised not-found, naming neither v3 nor that it had been overwritten.
-    monkeypatch.setattr(mc, "_CACHED_VERSIONS", 0)  # v2, read a round ago, has left the cache
+    monkeypatch.setattr(mc, "CACHED_VERSIONS", 0)  # v2, read a round ago, has left the cache
     later = THEIRS.replace("Middle.", "Middle, third.")
     server = fake(BASE, THEIRS)
     server.race = [lands(later)]  # our merge, sent against v2, lands as v4 over v3
