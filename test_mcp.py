@@ -189,14 +189,20 @@ def test_a_publish_that_needs_no_merge_answers_as_demarkus_mcp_in_every_mode(ser
     ("mark_publish", {"url": DOC, "body": "x", "expected_version": True}, "expected_version"),
     ("mark_publish", {"url": DOC, "body": "x", "expected_version": 0, "on_conflict": "maybe"}, "on_conflict"),
     ("mark_publish", {"url": DOC, "body": "x", "expected_version": 0, "metadata": {"a b": "x"}}, "metadata"),
+    ("mark_publish", {"url": DOC, "body": "x", "expected_version": 0, "metadata": {"auth": "x"}}, "auth"),
+    ("mark_publish", {"url": DOC, "body": "x", "expected_version": 0, "metadata": {"expected-version": "9"}},
+     "expected-version"),
+    ("mark_publish", {"url": DOC, "body": "x", "expected_version": 0, "metadata": {"n": 1}}, "metadata"),
+    ("mark_publish", {"url": DOC, "body": "x", "expected_version": 0, "metadata": ["a"]}, "metadata"),
     ("mark_publish", {"url": DOC, "expected_version": 0}, "body"),
     ("mark_fetch", {}, "url"),
     ("mark_fetch", {"url": "ftp://example.com/a.md"}, "url"),
     ("mark_append", {"url": DOC, "body": ""}, "body"),
 ])
 def test_a_bad_argument_is_a_tool_error_naming_it(server, tool, arguments, named):
-    result = calls(create_server(server.url, TOKEN), (tool, arguments))[0]
+    result, after = calls(create_server(server.url, TOKEN), (tool, arguments), ("mark_fetch", {"url": "/health"}))
     assert result.is_error and named in text(result)
+    assert text(after).startswith("status: ok\n")  # the server answers on: a tool error, never a crash
 
 
 def test_a_bare_path_needs_a_host(server):
