@@ -148,7 +148,8 @@ Every MarkError (status, may_have_landed), where it is raised:
   the unsent row (nothing went out) or the lost row (the request did).
 - `MarkError.from_response`: the server's status, False; made by
   mark_publish and mark_sections, never raised here.  mark_publish raises
-  ("overwritten", True) too.
+  ("overwritten", True) too, and a failed read's status with True and
+  `unread-version` (its module docstring lists its raise sites).
 
 The metadata keys this client itself writes or reads, each for one
 thing: it writes `auth` (the token) and `expected-version` (E), so the
@@ -234,7 +235,8 @@ class MarkError(Exception):
     "not-permitted", ...: `from_response` makes these, for mark_publish and
     mark_sections; this client returns them), or: "transport" (no usable
     answer came back, or one the request rules out: see the module
-    docstring's table; or `MarkResponse.number` found no number),
+    docstring's table; or `MarkResponse.number` found no number; or
+    `fetch(path)` read the document's version empty),
     "refused" (the server kept refusing the request without handling it:
     try again later), "overwritten" (raised by mark_publish: a version the
     server overwrote could not be restored; `metadata["lost-version"]`
@@ -270,7 +272,7 @@ class MarkClient:
     against the system's CAs), False (don't: a development server's
     self-signed certificate) or the path of a PEM file of CAs.  Methods
     return every Mark status (conflict, not-found, ...) as a `MarkResponse`
-    and raise `MarkError` where the module docstring's table says.  One
+    and raise `MarkError` where the module docstring lists.  One
     client per thread.
 
     A `session` of your own is used as it is (hooks, certificates, its
@@ -357,20 +359,7 @@ class MarkClient:
         version may still be being written (the module docstring's cache).
         """
         if version is None:
-            latest = self.request("FETCH", path)
-            number = latest.metadata.get("version", "")
-            if latest.status != "ok" or "current-version" in latest.metadata or not _is_version(number) \
-                    or not int(number):
-                return latest  # not a current document (an error, or a version path such as /a.md/v3)
-            pinned = self.fetch(path, version=int(number))
-            if pinned.status != "ok" or pinned.body == latest.body:
-                return latest
-            if not pinned.body:  # a version still being written, or an empty one behind a lagging link
-                raise MarkError("transport", f"FETCH {path}/v{number} answered an empty body while {path} has "
-                                             "one: the version may still be being written; fetch again")
-            metadata = {key: value for key, value in latest.metadata.items() if key != "etag"}
-            metadata["content-hash"] = "sha256-" + hashlib.sha256(pinned.body.encode("utf-8")).hexdigest()
-            return MarkResponse("ok", metadata, pinned.body)
+            return self._current(path)
         check_path(path)
         check_int("version", version, minimum=1)
         key = (path, version)
@@ -426,6 +415,23 @@ class MarkClient:
         up, and sent again only after a refusal.
         """
         return self._send(verb, path, metadata, body, None)
+
+    def _current(self, path: str) -> MarkResponse:
+        """`fetch(path)`: the current document, its body checked against its version's, as `fetch` says."""
+        latest = self.request("FETCH", path)
+        number = latest.metadata.get("version", "")
+        if latest.status != "ok" or "current-version" in latest.metadata or not _is_version(number) \
+                or not int(number):
+            return latest  # not a current document (an error, or a version path such as /a.md/v3)
+        pinned = self.fetch(path, version=int(number))
+        if pinned.status != "ok" or pinned.body == latest.body:
+            return latest
+        if not pinned.body:  # a version still being written, or an empty one behind a lagging link
+            raise MarkError("transport", f"FETCH {path}/v{number} answered an empty body while {path} has "
+                                         "one: the version may still be being written; fetch again")
+        metadata = {key: value for key, value in latest.metadata.items() if key != "etag"}
+        metadata["content-hash"] = "sha256-" + hashlib.sha256(pinned.body.encode("utf-8")).hexdigest()
+        return MarkResponse("ok", metadata, pinned.body)
 
     # ---- what a request comes to: the module docstring's table
 

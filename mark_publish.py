@@ -124,7 +124,7 @@ Version 0 is the empty document, never fetched.
 
 Stale writes.  Stored as C over another writer's version L, the write
 dropped L's edits; the call puts back what a correct server would have
-left.  In merge mode, if E can be read and diff3(E, L, latest) is clean,
+left.  In merge mode, if E can be read and diff3(E, L, newest) is clean,
 it publishes that (`ok`, `repaired: L`, `their-version`: C or a later
 one).  Otherwise, in every mode, it publishes the undo (refused if anyone
 built on C) and answers as that mode answers a conflict, the undo being
@@ -133,7 +133,7 @@ caller's own retries: it spends PUBLISHes of its own, at most
 REPAIR_PUBLISHES (12) a call beyond the caller's 1 + `max_retries`, and
 only within the call's time, pauses between lost races included.  It
 raises MarkError("overwritten") with `metadata["lost-version"] = str(L)`,
-and publishes nothing more, only when a person must decide (the latest
+and publishes nothing more, only when a person must decide (the newest
 meets a version built on ours since; the undo is refused for another
 writer's version) or the call's time or those PUBLISHes ran out; when
 the undo was itself stored over yet another writer's version, it names
@@ -149,6 +149,23 @@ What the call publishes is the caller's body, a clean diff3 merge, or an
 earlier version's exact body: never a guess, never a conflict marker the
 caller did not send, because a merge with markers is never published
 (the budget bounds how many, not what).
+
+Every MarkError a call raises, (status, may_have_landed), and where:
+
+- the client's, as they come (mark_client.py lists them): a request's
+  transport failure or refusal, True once a copy of a write went out;
+  `MarkResponse.number`'s, an answer without the version it must name.
+- `_landed`: (the answer's status, False), a PUBLISH or APPEND answered
+  neither ok, created nor conflict (`not-permitted`, `server-error`, ...).
+- `_read`: the last failure's, after READS reads of a body the call needs
+  (E, L, the C a merge round reads); E answered `not-found` is
+  `reason: base-unavailable` instead.
+- `_our_write`: (the failure's status, True), with
+  `metadata["unread-version"] = str(C)`: C, which may be ours, unread.
+- `_current_version` and `mark_append`: (the answer's status, False),
+  the document's FETCH or VERSIONS answered other than ok.
+- `_overwritten`, from `_repair` and `_undo`: ("overwritten", True), with
+  `metadata["lost-version"]`, as "Stale writes" says.
 
 `publish_edit` runs the same loop for any edit, from any `version`;
 `mark_sections.update_section` writes one section through it (and is
@@ -293,11 +310,11 @@ def merge_and_publish(
     max_retries: int = 3,
     metadata: Optional[Dict[str, str]] = None,
 ) -> PublishResult:
-    """Merge `body` (edited from `expected_version`) onto the latest version and publish it:
+    """Merge `body` (edited from `expected_version`) onto the newest version and publish it:
     at most `max_retries` PUBLISHes for the edit (and REPAIR_PUBLISHES to put back what a stale
     write of it dropped).
 
-    If the latest version is `body`, published by the caller before, it
+    If the newest version is `body`, published by the caller before, it
     counts as this call's write: landed, or a stale write put back, as
     `mark_publish` does.  When the version edited from is gone (never was,
     or dropped by the server's retention), returns `status: conflict,
@@ -309,7 +326,7 @@ def merge_and_publish(
 
 
 def merge_candidate(client: MarkClient, path: str, body: str, expected_version: int) -> PublishResult:
-    """The merge `merge_and_publish` would publish (unless the latest version is a stale write of `body`,
+    """The merge `merge_and_publish` would publish (unless the newest version is a stale write of `body`,
     which that repairs), with nothing published: for an agent to read first.
 
     Returns one of three answers: `status: merge-candidate` with
@@ -503,7 +520,7 @@ def _answer(outcome: _Outcome, plain: bool, base_version: int, your_version: Opt
 
 def _publish_loop(client: MarkClient, path: str, edit: Callable[[str], Tuple[str, bool]], current: int,
                   sent: Optional[_Sent], budget: _Budget, metadata: Optional[Dict[str, str]]) -> _Outcome:
-    """Publish `edit(latest body)` onto the latest version, while `budget` lasts; how that ended.
+    """Publish `edit(newest body)` onto the newest version, while `budget` lasts; how that ended.
 
     Each round reads version `current` (C; first the one given), and the
     first of these that holds ends the loop or starts the next round:
@@ -549,11 +566,11 @@ def _repair(client: MarkClient, path: str, edit: Callable[[str], Tuple[str, bool
     against E = `sent.against`) as C = `current`; then the loop's answer, with `repaired: L`.
 
     On `budget.repair` (REPAIR_PUBLISHES, within the call's time), the merge
-    loop publishes L's own change (from E to L) onto the latest version.
-    Where that overlaps while the latest is still C, or E is gone, `_undo`
+    loop publishes L's own change (from E to L) onto the newest version.
+    Where that overlaps while the newest is still C, or E is gone, `_undo`
     publishes L's exact body again, and the merge loop goes on with `edit`
     on `budget` from there.  Otherwise MarkError("overwritten") names L (a
-    person must decide: the latest meets a version built on ours since; or
+    person must decide: the newest meets a version built on ours since; or
     the repair's time or PUBLISHes ran out), or `_undo` raises it.
     """
     lost, repair = current - 1, budget.repair
@@ -572,8 +589,8 @@ def _repair(client: MarkClient, path: str, edit: Callable[[str], Tuple[str, bool
 
 
 def _change(base: str, changed: str) -> Callable[[str], Tuple[str, bool]]:
-    """The edit that makes, in the latest body, the change from `base` to `changed`: their diff3."""
-    return lambda latest: diff3(base, changed, latest)
+    """The edit that makes, in the newest body, the change from `base` to `changed`: their diff3."""
+    return lambda newest: diff3(base, changed, newest)
 
 
 def _our_write(client: MarkClient, path: str, sent: Optional[_Sent], version: int, until: float) -> Optional[str]:
@@ -646,7 +663,7 @@ def _landed(response: MarkResponse, doing: str) -> Optional[int]:
 def _overwritten(path: str, lost: int, why: str) -> MarkError:
     return MarkError("overwritten", f"{path}: the server stored a write over version {lost}, which could not be "
                                     f"put back exactly ({why}); publish {path}/v{lost} again by hand, merged "
-                                    "with the latest", {"lost-version": str(lost)}, may_have_landed=True)
+                                    "with the newest", {"lost-version": str(lost)}, may_have_landed=True)
 
 
 def _candidate(client: MarkClient, path: str, sent: _Sent, current: int, repaired: Optional[int],
@@ -713,10 +730,10 @@ def _base_unavailable(client: MarkClient, path: str, expected_version: int, repa
 def _current_version(client: MarkClient, path: str) -> int:
     """The newest version's number.  Only the number: the real server can pair it with an
     older version's body (its current link lags its newest file), so bodies are read by number."""
-    latest = client.request("FETCH", path)
-    if latest.status != "ok":
-        raise MarkError.from_response(latest, f"FETCH {path}")
-    return latest.number("version")
+    response = client.request("FETCH", path)
+    if response.status != "ok":
+        raise MarkError.from_response(response, f"FETCH {path}")
+    return response.number("version")
 
 
 # ---------------------------------------------------------------- helpers
@@ -755,7 +772,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                              "first undoes a write of ours the server stored over another's (repaired: N)")
     parser.add_argument("--section", metavar="S",
                         help="replace only section S ('## Results', 'Results' or '#results') with the body, "
-                             "its heading line included, on the latest version; with N, a section changed "
+                             "its heading line included, on the newest version; with N, a section changed "
                              "since N is merged")
     parser.add_argument("--max-retries", type=int, default=3, metavar="N",
                         help="PUBLISHes after the first, merges and repairs alike (default 3)")
@@ -767,7 +784,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if args.section is None and args.expected_version is None:
         parser.error("--expected-version is required (but for --section)")
     if args.section is not None and args.on_conflict is not None:
-        parser.error("--on-conflict is for whole documents: a --section write always goes onto the latest version")
+        parser.error("--on-conflict is for whole documents: a --section write always goes onto the newest version")
     try:
         if args.file:
             with open(args.file, "rb") as file:
