@@ -93,8 +93,9 @@ through `request`.  Each exchange comes back as one row of this table, and
   as the server's answer: a made-up `created` when it is version E + 1,
   `conflict` when later, over versions in between (the real server's
   stale write, which it answers so).  "else X": X when no version holds
-  it.  A look-up whose own requests fail (an error, or an answer neither
-  `ok` nor, for a version, `not-found`) cannot tell: then "answer" is
+  it.  A look-up whose own requests fail (an error, an answer neither
+  `ok` nor, for a version, `not-found`, or a version `ok` and empty for a
+  write that is not: a torn read) cannot tell: then "answer" is
   "landed?" instead, and the other actions stand.  "look if resent": only
   once an earlier copy of the write went out: its resend is then answered
   `conflict` when the first copy landed, and the look-up finds it.
@@ -509,10 +510,12 @@ class MarkClient:
         sent (a key it lacks is no match), and its body is `body` (PUBLISH) or, for APPEND, version
         - 1's body with `body` appended.  FETCHes the version, and for APPEND the one before
         (each by number, so only when not cached); MarkError when one of them is not answered
-        `ok` or `not-found`, so that it cannot tell."""
+        `ok` or `not-found`, or the version `ok` and empty for a write that is not (a torn read,
+        maybe of this very write: the module docstring's cache), so that it cannot tell."""
         held = self.fetch(path, version=version)
-        if held.status not in ("ok", "not-found"):
-            raise MarkError("transport", f"FETCH {path}/v{version} answered {held.status}")
+        if held.status not in ("ok", "not-found") or (held.status == "ok" and not held.body and body):
+            raise MarkError("transport", f"FETCH {path}/v{version} answered {held.status}"
+                                         f"{' and no body' if held.status == 'ok' else ''}")
         if held.status != "ok" or any(held.metadata.get(key) != value for key, value in (metadata or {}).items()):
             return False
         before = self.fetch(path, version=version - 1) if verb == "APPEND" else held

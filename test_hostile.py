@@ -593,3 +593,16 @@ def test_a_current_document_is_never_answered_with_an_empty_read_of_its_version(
     assert raised.value.status == "transport" and "/p/v2" in raised.value.message
     assert not raised.value.may_have_landed
     assert client.fetch("/p").body == "two\n"  # the read again goes past the cache, and finds it whole
+
+
+def test_a_look_up_that_reads_a_version_empty_cannot_tell(raw):
+    # The look-up took the empty read (the real server's, of a version it is still writing: maybe
+    # this very write) as another body, and handed back the server-error as if nothing had landed.
+    server = scripted(raw, {
+        "PUBLISH /doc.md": http(mark_answer("internal error\n", status="server-error")),
+        "VERSIONS /doc.md": http(mark_answer(total=4, current=4)),
+        "FETCH /doc.md/v4": http(mark_answer("", version=4)),
+    })
+    with pytest.raises(MarkError, match="could not tell.*answered ok and no body") as raised:
+        MarkClient(server.url, token=TOKEN).publish("/doc.md", "ours\n", 3)
+    assert raised.value.may_have_landed
