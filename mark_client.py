@@ -156,8 +156,8 @@ The metadata keys this client itself writes or reads, each for one
 thing: it writes `auth` (the token) and `expected-version` (E), so the
 caller's metadata may hold neither; it reads `status` (every answer; taken
 out of the metadata), `version` (what a FETCH read, what a write made),
-`current-version` (a current document's FETCH carries it, a version's
-does not; never cached), `content-hash` (checked against the body),
+`current-version` (a version's FETCH carries it, the current
+document's does not; never cached), `content-hash` (checked against the body),
 `etag` (dropped where it names another body), `current` (VERSIONS, for a
 look-up) and `modified` (copied into a look-up's `created`); it makes up
 `looked-up`, `server-version` and `your-version`.
