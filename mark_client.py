@@ -645,10 +645,11 @@ def _given_up(got: _Exchange, doing: str, tries: int, more: str, path: str, land
     """The MarkError that ends a request after `tries` sends, the last of which came to `got`;
     `more`: why no send more, what a look-up found.  `landed`: the table's "landed?", or a
     copy of the write went out (`earlier`: before the last)."""
+    sends = f"{tries} send{'s' if tries > 1 else ''} in all"
     if got.kind == "refused":
-        why = f"{doing}: the server refused the request {tries} times{more} without handling it (over its rate limit?)"
+        why = f"{doing}: the server refused the last send without handling it (over its rate limit?), {sends}{more}"
     elif got.kind == "closed":
-        why = f"{doing}: the connection closed without an answer, {tries} times{more}"
+        why = f"{doing}: the connection closed without an answer to the last send, {sends}{more}"
     else:
         why = (got.why or f"{doing}: the server answered {got.response.status}") + more
     if landed:

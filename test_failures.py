@@ -227,7 +227,7 @@ def test_a_write_given_up_on_says_the_look_up_found_nothing_and_no_time_was_left
     finally:
         server.close()
     assert caught.value.may_have_landed and server.sends(("PUBLISH", "/p")) == 1
-    assert "1 times (no time left for another within 5 s); a look-up did not find the write" in str(caught.value)
+    assert "1 send in all (no time left for another within 5 s); a look-up did not find the write" in str(caught.value)
 
 
 # ---- once a copy of a write went out (issue 42, point 1): its first send closes unanswered after
