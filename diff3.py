@@ -281,7 +281,7 @@ import sys
 from collections import Counter
 from itertools import chain
 from operator import methodcaller
-from typing import Dict, List, NamedTuple, NoReturn, Optional, Sequence, Tuple, Union
+from typing import Dict, List, NamedTuple, NoReturn, Optional, Sequence, Set, Tuple, Union
 
 __version__ = "0.3.0"  # the release this file is from; vendored copies keep saying it
 __all__ = ["diff3", "explain", "trace", "Merge", "Conflict", "Trace", "TraceReading", "TraceChange", "TraceGroup",
@@ -815,7 +815,12 @@ def _reading(base: List[str], ours: List[str], theirs: List[str], hunks: List[Li
         clean = _clean_text(base[lo:hi], ours_lines, theirs_lines)
         why = "" if clean is not None else _why(base, *((n - hi, n - lo) if backward else (lo, hi)), members)
         groups.append(_Group(lo, hi, ours_lines, theirs_lines, clean, why))
-    groups = _doubled(base, changes, groups, [members for _, _, members in grouped])
+    doubled = _doubled(base, changes, groups, [members for _, _, members in grouped])
+    for k, g in enumerate(groups):  # each clean group holding a doubled line is a conflict (step 4)
+        lines = sorted(doubled.intersection(map(_unended, g.clean))) if doubled and g.clean is not None else []
+        if lines:
+            groups[k] = g._replace(clean=None, why=f"the merge would hold \"{lines[0]}\" more often than ours "
+                                                   f"and than theirs: both may have added it (rule step 4)")
     if notes is not None:
         notes.setdefault("readings", []).append((base, ours, theirs, hunks, changes, groups))
     return groups
@@ -878,15 +883,15 @@ def _copies(base: List[str], changes: List[_Change], in_base: Counter) -> List[_
             doubtful[k] = repeated
     if not doubtful:
         return changes
-    # Where the lines once in base are that no hunk of the side changes.
+    # Where the lines once in base are that no hunk of the side changes (and base's ends).
     once = [in_base[line] == 1 for line in base]
     for c in changes:
         once[c.lo:c.hi] = [False] * (c.hi - c.lo)
-    kept = [i for i, firm in enumerate(once) if firm]
+    kept = [-1, *(i for i, firm in enumerate(once) if firm), len(base)]
     for k, repeated in doubtful.items():
         c = changes[k]
         at = bisect.bisect_left(kept, c.lo)
-        room_lo, room_hi = kept[at - 1] if at else -1, kept[at] if at < len(kept) else len(base)
+        room_lo, room_hi = kept[at - 1], kept[at]
         spots = [i for i in range(room_lo + 1, room_hi) if base[i] in repeated]
         changes[k] = c._replace(span_lo=min(c.span_lo, *spots), span_hi=max(c.span_hi, max(spots) + 1),
                                 copies=min(repeated))
@@ -920,17 +925,18 @@ def _groups(base: List[str], changes: List[_Change]) -> List[Tuple[int, int, Lis
             groups[met[0]:] = [[groups[met[0]][0], max(groups[-1][1], c.span_hi), joined]]
         else:
             groups.append([c.span_lo, c.span_hi, [c]])
-    out = []
-    for lo, hi, members in groups:
-        # Rewrites in place (as ticks among equal boxes) that share no base line: each is
-        # written where it is, a group of its own over its own lines.
-        edits = sorted(members, key=lambda m: m.lo)
-        if len(edits) > 1 and all(m.hi <= n.lo for m, n in zip(edits, edits[1:])) \
-                and all(_in_place(base[m.lo:m.hi], m.lines) for m in edits):
-            out += [(m.lo, m.hi, [m]) for m in edits]
-        else:
-            out.append((lo, hi, members))
-    return out
+    return [part for lo, hi, members in groups for part in _apart(base, lo, hi, members)]
+
+
+def _apart(base: List[str], lo: int, hi: int, members: List[_Change]) -> List[Tuple[int, int, List[_Change]]]:
+    """A group over base[lo:hi] of `members`; but if they all rewrite their lines in place (as
+    ticks among equal boxes) and share no base line, a group for each, over its own lines,
+    each written where it is (rule step 3)."""
+    edits = sorted(members, key=lambda m: m.lo)
+    if len(edits) > 1 and all(m.hi <= n.lo for m, n in zip(edits, edits[1:])) \
+            and all(_in_place(base[m.lo:m.hi], m.lines) for m in edits):
+        return [(m.lo, m.hi, [m]) for m in edits]
+    return [(lo, hi, members)]
 
 
 def _empties(base: List[str], c: _Change) -> bool:
@@ -996,26 +1002,17 @@ def _why(base: List[str], lo: int, hi: int, members: List[_Change]) -> str:
 
 
 def _doubled(base: List[str], changes: List[_Change], groups: List[_Group],
-             members: List[List[_Change]]) -> List[_Group]:
-    """The groups (`members`: the changes of each), each clean one made a conflict whose text
-    holds a non-blank line that the clean groups together add more times than ours' changes
-    do and than theirs' do, and that a clean group with a change not in place holds (rule step 4)."""
+             members: List[List[_Change]]) -> Set[str]:
+    """The non-blank lines (without their endings) that the clean groups (`members`: the
+    changes of each) together add more times than ours' changes do and than theirs' do,
+    and that a clean group with a change not in place holds (rule step 4)."""
     ours, theirs = (_gain(base, [(c.lo, c.hi, c.lines) for c in changes if c.side == side]) for side in (OURS, THEIRS))
     merged = _gain(base, [(g.lo, g.hi, g.clean) for g in groups if g.clean is not None])
-    twice = {line for line, n in merged.items() if n > 0 and n > ours[line] and n > theirs[line] and line.strip()}
+    twice = {line for line, n in merged.items() if n > max(0, ours[line], theirs[line]) and line.strip()}
     if twice:  # (ticks in place add a line where they are: those alone are not doubled)
         twice &= {_unended(line) for g, its in zip(groups, members) if g.clean is not None
                   and not all(_in_place(base[c.lo:c.hi], c.lines) for c in its) for line in g.clean}
-    if not twice:
-        return groups
-    out = []
-    for g in groups:
-        lines = sorted(twice.intersection(map(_unended, g.clean))) if g.clean is not None else []
-        if lines:
-            g = g._replace(clean=None, why=f"the merge would hold \"{lines[0]}\" more often than ours and "
-                                           f"than theirs: both may have added it (rule step 4)")
-        out.append(g)
-    return out
+    return twice
 
 
 def _gain(base: List[str], edits: List[Tuple[int, int, List[str]]]) -> Counter:
@@ -1161,30 +1158,45 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         parser.error("a label (by default a file name) must not contain a line break")
     texts = []
     for path in paths:
-        try:
-            with open(path, "rb") as file:
-                texts.append(file.read().decode("utf-8"))
-        except (OSError, UnicodeDecodeError) as error:
-            why = f"not UTF-8 (byte {error.start})" if isinstance(error, UnicodeDecodeError) else error.strerror or error
-            print(f"mark-diff3: {path}: {why}", file=sys.stderr)
+        texts.append(_read(path))
+        if texts[-1] is None:
             return 2
     merging = (texts[1], texts[0], texts[2], "diff3" if args.diff3 else "merge", labels)
     ((merged, had_conflict), conflicts), traced = _trace(*merging) if args.trace else (_diff3(*merging), None)
-    try:
-        if args.output is None:
-            sys.stdout.buffer.write(merged.encode("utf-8"))
-            sys.stdout.flush()
-        else:
-            with open(args.output, "wb") as file:
-                file.write(merged.encode("utf-8"))
-    except OSError as error:  # (a closed pipe too: exit 1 would read as "conflicts")
-        print(f"mark-diff3: {args.output or 'stdout'}: {error.strerror or error}", file=sys.stderr)
+    if not _write(merged, args.output):
         return 2
     if traced is not None:
         _print_trace(traced)
     for conflict in conflicts if args.explain else ():
         print(f"mark-diff3: lines {conflict.start}-{conflict.end}: {conflict.why}", file=sys.stderr)
     return 1 if had_conflict else 0
+
+
+def _read(path: str) -> Optional[str]:
+    """The UTF-8 text of the file at `path`; None, said in one line on stderr, if it cannot be read."""
+    try:
+        with open(path, "rb") as file:
+            return file.read().decode("utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        why = f"not UTF-8 (byte {error.start})" if isinstance(error, UnicodeDecodeError) else error.strerror or error
+        print(f"mark-diff3: {path}: {why}", file=sys.stderr)
+        return None
+
+
+def _write(text: str, path: Optional[str]) -> bool:
+    """Write `text` in UTF-8 to the file at `path`, or to stdout; False, said in one line on
+    stderr, if it cannot be written (a closed pipe too: exit 1 would read as "conflicts")."""
+    try:
+        if path is None:
+            sys.stdout.buffer.write(text.encode("utf-8"))
+            sys.stdout.flush()
+        else:
+            with open(path, "wb") as file:
+                file.write(text.encode("utf-8"))
+    except OSError as error:
+        print(f"mark-diff3: {path or 'stdout'}: {error.strerror or error}", file=sys.stderr)
+        return False
+    return True
 
 
 def _bad_argument(message: str) -> NoReturn:
