@@ -330,7 +330,7 @@ class TraceReading(NamedTuple):  # rule steps 1-4 on the texts as they are, or r
     reversed: bool  # the texts' lines in reverse order (all still counted as the texts as they are)
     hunks: Tuple[List[Tuple[Tuple[int, int], Tuple[int, int]]], ...]  # ours', theirs': (base lines, side's lines)
     changes: List[TraceChange]  # both sides', by span, ours first
-    groups: List[TraceGroup]  # (reversed: a group's `why`, which no block shows, counts the lines reversed)
+    groups: List[TraceGroup]
 
 
 class TraceDoubt(NamedTuple):  # rule step 5: where the readings' groups differ
