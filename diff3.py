@@ -1079,8 +1079,9 @@ def _traced_reading(back: bool, base: List[str], ours: List[str], theirs: List[s
     order = reversed if back else iter
     traced_hunks = tuple([(_from1(h.a_lo, h.a_hi, n, back), _from1(h.b_lo, h.b_hi, len(lines), back))
                           for h in order(side_hunks)] for lines, side_hunks in zip((ours, theirs), hunks))
-    traced_changes = sorted((TraceChange(SIDES[c.side], _from1(c.lo, c.hi, n, back), _from1(c.span_lo, c.span_hi, n, back),
-                                         c.copies, c.framed) for c in changes), key=lambda c: (c.span, c.side))
+    traced_changes = sorted((TraceChange(SIDES[c.side], _from1(c.lo, c.hi, n, back),
+                                         _from1(c.span_lo, c.span_hi, n, back), c.copies, c.framed)
+                             for c in changes), key=lambda c: (c.span, c.side))
     return TraceReading(back, traced_hunks, traced_changes, [_traced_group(g, n, back) for g in order(groups)])
 
 
@@ -1115,8 +1116,9 @@ def _print_trace(t: Trace) -> None:
         for side, hunks in zip(SIDES, reading.hunks):
             say(f"  {side}' hunks: ", "; ".join(f"{lines(b)} became {lines(s, side + chr(39))}" for b, s in hunks))
         for c in reading.changes:
+            framed = ", framed: set at its one place after a blank line (step 1)" if c.framed else ""
             copies = f", with every copy of {c.copies!r} near it (step 2)" if c.copies else ""
-            say(f"  change of {c.side}: {lines(c.base)}, spanning {lines(c.span)}{copies}")
+            say(f"  change of {c.side}: {lines(c.base)}, spanning {lines(c.span)}{framed}{copies}")
         for g in reading.groups:
             say(f"  group: {lines(g.base)}: ours {g.ours}, theirs {g.theirs}: {writes(g.clean, g.why)}")
     for d in t.doubts:

@@ -1118,3 +1118,8 @@ def test_cli_trace_on_stderr_leaves_the_merge_and_exit_code(files, capsysbinary)
            "reversed clean, writes ['b\\n', 'a\\n']\nblock: base lines 1-2: a conflict: base lines 1-2 hold " in err
     assert err.endswith("\nmark-diff3: lines 1-4: base lines 1-2 hold look-alike lines the diff can pair two ways, "
                         "and the two ways merge differently (rule step 5)\n")
+    # A new section after a list, its last line blank, set after base's blank line: a framed change.
+    p = files(ours="* a\n* b\n* new\n\n## Next\n", base="* a\n* b\n\n## Next\n", theirs="* a\n* b\n\n## Mid\n\n## Next\n")
+    assert main([p["ours"], p["base"], p["theirs"], "--trace"]) == 0
+    assert "\n  change of theirs: the place after base line 3, spanning base line 3, framed: set at its one place " \
+           "after a blank line (step 1)\n" in capsysbinary.readouterr().err.decode()
