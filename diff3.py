@@ -22,7 +22,8 @@ different text, or either conflicts, the merge conflicts there.  (Where no
 diff broke a tie, the second reading would give the same groups, so it is
 not made: `_diff` says whether a diff broke one, and why that suffices.
 DIFF3_CHECK_TIES=1 in the environment makes it there too and raises
-AssertionError if its groups are not the same; the tests run with it on.)
+AssertionError if its groups are not the same; the tests run every bench
+shape and reproduction with it on.)
 
 The two-way diff (`get_hunks`) is Bram Cohen's patience diff, plainly:
 the lines both texts share at the start and end of a stretch are matched,
@@ -41,19 +42,20 @@ block ("<<<<<<< ours", ours' lines, with style="diff3" "||||||| base" and
 base's, "=======", theirs' lines, ">>>>>>> theirs").  The rule:
 
 1. A side's changes are the hunks of `get_hunks(base, side)`; each spans
-   its base lines and those beside it, up to the side's next change, that
-   equal a line it removes or adds: the diff could have put it anywhere
-   among them.  An insertion with exactly one place, of those it can slide
-   to (its lines turned as they read there), directly after a blank line
-   of base with its own last line blank is "framed": it sits there (step
-   5's reversed texts seek the same place), as a new markdown section does
-   (`_changes`).
+   its base lines and those beside it, short of the side's changes before
+   and after, that equal a line it removes or adds: the diff could have put
+   it anywhere among them (`_span`).  An insertion is "framed" if exactly
+   one of the places it can slide to (up short of touching the side's
+   change before; its lines turned as they read there) is directly after a
+   blank line of base with its own last line blank: it sits there, as a new
+   markdown section does (read reversed, it finds the same place), and its
+   span stays (`_framed_place`).
 2. A change that removes a non-blank line base holds more than once, unless
    it rewrites its lines one for one, each like the one before (`_in_place`:
    difflib's ratio at least 0.6, as a ticked box), also spans every copy of
-   that line between the nearest lines once in base that no hunk of the
+   such a line between the nearest lines once in base that no hunk of the
    side changes, and meets any change its span touches: which copy went is
-   not known (`_changes`, `_meets`).
+   not known (`_copies`, `_meets`).
 3. A change meets a group (of either side's changes) when its span shares
    a base line with the group's span or inserts inside it, when both insert
    where their spans touch (unless a framed one's place is away from there
@@ -61,9 +63,10 @@ base's, "=======", theirs' lines, ">>>>>>> theirs").  The rule:
    change that meets groups joins them into one (with any group between
    them, which ends where it starts) over the base lines their spans cover,
    clean when one side leaves those lines as they were or both make them
-   alike, else a conflict.  But a group whose changes all rewrite their
-   lines in place (step 2's test, as ticks do) and share no base line is a
-   group for each change, over its own lines (`_groups`, `_meets`, `_taken`).
+   alike, else a conflict (`_groups`, `_meets`, `_clean_text`).  But a group
+   whose changes all rewrite their lines in place (step 2's test, as ticks
+   do) and share no base line is a group for each change, over its own
+   lines (`_apart`).
 4. If the clean groups add a non-blank line (its ending aside; net of the
    lines they remove) more times than ours' changes do and more than theirs'
    do, and a clean group holding it has a change not in place, each clean
@@ -78,49 +81,32 @@ base's, "=======", theirs' lines, ">>>>>>> theirs").  The rule:
    block; with style="merge" the lines both sides of a block share stay
    outside its markers, as in git's "zealous" merge, but a block whose sides
    are equal (steps 4-6 can make one) shows base's lines too, as
-   style="diff3" does (`_block`).
+   style="diff3" does, and a block with one side empty shares nothing
+   (`_block`).
 
-`explain()` (or `mark-diff3 --explain`) gives one entry for each conflict
-block of step 6 (conflicts with no base line between them are one block): the
-lines of the merge from its first marker to its last, and the steps that made
-it.  With style="merge" one block can print as several marker blocks, the
-lines both sides share between them; its entry spans them all.  `trace()` (or
-`mark-diff3 --trace`) shows what each step computed.  Where the rule and git's
-merge differ: edits of neighbouring lines merge, and a line both sides add
-at different places conflicts (step 4):
+`explain()` (or `mark-diff3 --explain`) gives one entry for each block of
+step 6: the lines of the merge from its first marker to its last, and the
+steps that made it.  With style="merge" one block can print as several
+marker blocks, the lines both sides share between them; its entry spans
+them all.  `trace()` (or `mark-diff3 --trace`) shows what each step
+computed.  Where the rule and git's merge differ: edits of neighbouring
+lines merge, and a line both sides add at different places conflicts (step
+4).  Text inserted beside a line the other side removed keeps its place:
 
     >>> diff3("a\\nb\\nc\\n", "a\\nB\\nc\\n", "a\\nb\\nC\\n").merged
     'a\\nB\\nC\\n'
-    >>> explain("# A\\n\\n# B\\n", "# A\\n- x\\n\\n# B\\n", "# A\\n\\n# B\\n- x\\n")[0].why
-    'the merge would hold "- x" more often than ours and than theirs: both may have added it (rule step 4)'
-
-Text inserted beside a line the other side removed keeps its place; but
-removing one of two equal lines meets an edit beside the other (step 2), a
-line added to a run of lines like it could sit anywhere in the run (step 1),
-and ticks that also read as a box moving are in doubt (step 5):
-
     >>> diff3("one\\ntwo\\nthree\\n", "one\\nthree\\n", "one\\ntwo\\nnew\\nthree\\n").merged
     'one\\nnew\\nthree\\n'
-    >>> diff3("A\\n- x\\nB\\n- x\\nC\\n", "A\\nB\\n- x\\nC\\n", "A\\n- x\\nB2\\n- x\\nC\\n").merged
-    'A\\n<<<<<<< ours\\nB\\n=======\\n- x\\nB2\\n>>>>>>> theirs\\n- x\\nC\\n'
-    >>> explain("a\\n\\n\\nb\\n", "a\\n\\n\\n\\nb\\n", "a\\n\\nc\\n\\nb\\n")[0].why
-    "both sides changed base lines 2-3, where ours' change could sit anywhere among lines like its own (rule steps 1 and 3)"
-    >>> explain("- [x] a\\n- [ ] b\\n- [ ] a\\n", "- [ ] a\\n- [ ] b\\n- [x] a\\n", "- [x] a\\n- [ ] b\\nnew\\n- [ ] a\\n")[0].why
-    'base lines 1-3 hold look-alike lines the diff can pair two ways, and the two ways merge differently (rule step 5)'
-
-In a conflict, lines both sides share stay outside the markers (step 6),
-and markers take the document's line ending:
-
-    >>> diff3("p\\nq\\nr\\n", "p\\nX\\nY\\nr\\n", "p\\nZ\\nY\\nr\\n").merged
-    'p\\n<<<<<<< ours\\nX\\n=======\\nZ\\n>>>>>>> theirs\\nY\\nr\\n'
-    >>> diff3("x\\r\\ny\\r\\n", "x\\r\\nY1\\r\\n", "x\\r\\nY2\\r\\n").merged
-    'x\\r\\n<<<<<<< ours\\r\\nY1\\r\\n=======\\r\\nY2\\r\\n>>>>>>> theirs\\r\\n'
 
 Where one side equals base, or the sides are equal, the rule gives the
 other side's text (or theirs), and `diff3` returns it without diffing.
 Lines are split on "\\n" only and keep their endings, so CRLF documents come
 back byte-identical where nothing changed; a last line without a newline gets
-one when anything follows it, and markers use the document's line ending.
+one when anything follows it, and markers use the document's line ending:
+
+    >>> diff3("x\\r\\ny\\r\\n", "x\\r\\nY1\\r\\n", "x\\r\\nY2\\r\\n").merged
+    'x\\r\\n<<<<<<< ours\\r\\nY1\\r\\n=======\\r\\nY2\\r\\n>>>>>>> theirs\\r\\n'
+
 `had_conflict` comes from the rule, never from a search for markers.
 
 Worked cases, one for each rule step and for each shape a conflict block
@@ -129,7 +115,7 @@ prints in; `show` prints the merge's lines after "|", then explain()'s entries:
     >>> from textwrap import fill
     >>> def show(base, ours, theirs):
     ...     for line in diff3(base, ours, theirs).merged.splitlines():
-    ...         print("|", line)
+    ...         print(f"| {line}" if line else "|")
     ...     for conflict in explain(base, ours, theirs):
     ...         print(fill(f"lines {conflict.start}-{conflict.end}: {conflict.why}", 88))
 
@@ -143,6 +129,31 @@ Step 1: theirs' new "Note." could sit before or after base's, which ours edits.
     | Note.
     | >>>>>>> theirs
     lines 1-6: both sides changed base line 1, where theirs' change could sit anywhere among
+    lines like its own (rule steps 1 and 3)
+
+Theirs' new section, its last line blank, is framed after base's blank line; its
+span (base line 3, a line like its own) does not stop ours' item beside it.  Two
+new sections at one place still conflict:
+
+    >>> show("* a\\n* b\\n\\n## Next\\n", "* a\\n* b\\n* new\\n\\n## Next\\n", "* a\\n* b\\n\\n## Mid\\n\\n## Next\\n")
+    | * a
+    | * b
+    | * new
+    |
+    | ## Mid
+    |
+    | ## Next
+    >>> show("* a\\n\\n## Next\\n", "* a\\n\\n## B\\n\\n## Next\\n", "* a\\n\\n## C\\n\\n## Next\\n")
+    | * a
+    |
+    | <<<<<<< ours
+    | ## B
+    | =======
+    | ## C
+    | >>>>>>> theirs
+    |
+    | ## Next
+    lines 3-7: both sides changed base line 2, where ours' change could sit anywhere among
     lines like its own (rule steps 1 and 3)
 
 Step 2: ours removes one "- x" of two; which one is not known, so its change
@@ -172,6 +183,17 @@ Step 3: both sides change the same line, differently.
     | >>>>>>> theirs
     | c
     lines 2-6: both sides changed base line 2 (rule step 3)
+
+Ticks among identical boxes: each side's change spans all four (step 1), so
+they meet; but both rewrite their lines in place and share no base line, so
+each is written where it is:
+
+    >>> show("- [ ] t\\n- [ ] t\\n- [ ] t\\n- [ ] t\\n", "- [ ] t\\n- [x] t\\n- [ ] t\\n- [ ] t\\n",
+    ...      "- [ ] t\\n- [ ] t\\n- [ ] t\\n- [x] t\\n")
+    | - [ ] t
+    | - [x] t
+    | - [ ] t
+    | - [x] t
 
 Step 4: each side adds "- x", at different places: two groups, each clean
 alone, would add it twice.  Each conflict block has one side empty.
@@ -206,6 +228,13 @@ second to "b", "a", "c" (`trace()` shows both).
     | c
     lines 1-4: base lines 1-2 hold look-alike lines the diff can pair two ways, and the two
     ways merge differently (rule step 5)
+
+Ours' ticks (untick the first "a", tick the other) also read as a box moving:
+
+    >>> print(fill(explain("- [x] a\\n- [ ] b\\n- [ ] a\\n", "- [ ] a\\n- [ ] b\\n- [x] a\\n",
+    ...                    "- [x] a\\n- [ ] b\\nnew\\n- [ ] a\\n")[0].why, 88))
+    base lines 1-3 hold look-alike lines the diff can pair two ways, and the two ways merge
+    differently (rule step 5)
 
 Step 6: two conflicts with no base line between them print as one block,
 with one entry giving both reasons.
