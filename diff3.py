@@ -53,9 +53,9 @@ base's, "=======", theirs' lines, ">>>>>>> theirs").  The rule:
 2. A change that removes a non-blank line base holds more than once, unless
    it rewrites its lines one for one, each like the one before (`_in_place`:
    difflib's ratio at least 0.6, as a ticked box), also spans every copy of
-   such a line between the nearest lines once in base that no hunk of the
-   side changes, and meets any change its span touches: which copy went is
-   not known (`_copies`, `_meets`).
+   such a line between the nearest lines that base holds once and the side
+   keeps, and meets any change its span touches: which copy went is not
+   known (`_copies`, `_meets`).
 3. A change meets a group (of either side's changes) when its span shares
    a base line with the group's span or inserts inside it, when both insert
    where their spans touch (unless a framed one's place is away from there
@@ -131,9 +131,10 @@ Step 1: theirs' new "Note." could sit before or after base's, which ours edits.
     lines 1-6: both sides changed base line 1, where theirs' change could sit anywhere among
     lines like its own (rule steps 1 and 3)
 
-Theirs' new section, its last line blank, is framed after base's blank line; its
-span (base line 3, a line like its own) does not stop ours' item beside it.  Two
-new sections at one place still conflict:
+Theirs' new section ends blank and has one place after a blank line of base,
+so it is framed there.  Its span (base line 3, blank like its last line) touches
+ours' insertion after line 2, but its place is away from there across blank base
+lines only, so the two do not meet (step 3).  Two new sections at one place do:
 
     >>> show("* a\\n* b\\n\\n## Next\\n", "* a\\n* b\\n* new\\n\\n## Next\\n", "* a\\n* b\\n\\n## Mid\\n\\n## Next\\n")
     | * a
@@ -343,12 +344,12 @@ class TraceChange(NamedTuple):  # one hunk of a side, as a change (rule steps 1 
     side: str  # "ours" or "theirs"
     base: Tuple[int, int]  # the base lines its hunk replaces
     span: Tuple[int, int]  # the base lines it spans: beside it, lines like its own (step 1); copies (step 2)
-    copies: Optional[str]  # step 2: the line base holds more than once that it removes; else None
+    copies: Optional[str]  # step 2: the line base holds more than once that it removes (the first, sorted); else None
     framed: bool  # step 1: an insertion set at its one place after a blank line (`base` is that place)
 
 
 class TraceGroup(NamedTuple):  # changes that meet (rule steps 3 and 4), or a block the merge writes
-    base: Tuple[int, int]  # the base lines its changes span
+    base: Tuple[int, int]  # the base lines it covers: its changes' spans, or an in-place edit's own lines (step 3)
     ours: List[str]  # what ours makes of those lines
     theirs: List[str]  # what theirs makes of them
     clean: Optional[List[str]]  # the text written there if clean; None: a conflict
@@ -432,8 +433,9 @@ def trace(base: str, ours: str, theirs: str, *, style: str = "merge",
 
     A hunk is (base lines, the side's lines): read as they are, theirs removes base
     line 1 and puts its line 2, "a", after base line 2; read reversed, it puts its line
-    1, "b", before base line 1 and removes base line 2.  The readings' groups differ; no line is firm above line 3, and there the first
-    reading writes "a" (theirs' move lost), the second "b", "a": one conflict.
+    1, "b", before base line 1 and removes base line 2.  The readings' groups differ; no
+    line is firm above line 3, and there the first reading writes "a" (theirs' move
+    lost), the second "b", "a": one conflict.
 
     >>> t.doubts
     [TraceDoubt(base=(1, 2), firm=(None, 3), forward=['a\\n'], reversed=['b\\n', 'a\\n'])]
@@ -685,8 +687,7 @@ class _Group(NamedTuple):  # changes that meet, over base[lo:hi]: what ours and 
 
 def _merge(base: List[str], ours: List[str], theirs: List[str], markers: tuple, with_base: bool,
            notes: Optional[dict]) -> Tuple[List[str], List[Conflict]]:
-    """The merged lines, and the conflicts among them; `notes`, if a dict, gets what each
-    rule step computed (`_trace` reads it)."""
+    """The merged lines, and the conflicts among them (`notes`: as `_diff3`'s)."""
     groups = _readings(base, ours, theirs, notes)
     blocks: List[_Group] = []  # conflicts with no base line between them as one (rule step 6)
     for group in groups:
@@ -888,10 +889,10 @@ def _span(base: List[str], lo: int, hi: int, new: List[str], floor: int, ceiling
 def _framed_place(base: List[str], at: int, new: List[str], highest: int,
                   backward: bool) -> Optional[Tuple[int, List[str]]]:
     """Step 1's framed place of the insertion of `new` before base[at]: of the places it
-    can sit (get_hunks slid it down as far as it goes; up, it goes as far as base[highest]),
-    its lines turned as they read there, the one directly after a blank line of base with
-    its own last line blank (read backwards: before one, its first line blank), if exactly
-    one is; as (place, its lines there)."""
+    can slide to (get_hunks slid it down as far as it goes; up, it goes to place `highest`
+    at most), its lines turned as they read there, the one directly after a blank line of
+    base with its own last line blank (read backwards: before one, its first line blank),
+    if exactly one is; as (place, its lines there)."""
     places = [(at, new)]
     while at > highest and base[at - 1] == new[-1]:  # one line up: base's line before joins, its last leaves
         at, new = at - 1, [base[at - 1], *new[:-1]]
@@ -904,7 +905,7 @@ def _framed_place(base: List[str], at: int, new: List[str], highest: int,
 def _copies(base: List[str], changes: List[_Change], in_base: Counter) -> List[_Change]:
     """A side's changes, each that removes a non-blank line base holds more than once,
     unless it rewrites its lines in place, spanning every copy of such a line between the
-    nearest lines once in base that no change of the side touches (rule step 2)."""
+    nearest lines that base holds once and the side keeps (rule step 2)."""
     doubtful = {}  # change index: the repeated lines it removes
     for k, c in enumerate(changes):
         repeated = {line for line in set(base[c.lo:c.hi]) if in_base[line] > 1 and not line.isspace()}
@@ -912,7 +913,7 @@ def _copies(base: List[str], changes: List[_Change], in_base: Counter) -> List[_
             doubtful[k] = repeated
     if not doubtful:
         return changes
-    # Where the lines once in base are that no hunk of the side changes (and base's ends).
+    # Where the lines are that base holds once and the side keeps (and base's ends).
     once = [in_base[line] == 1 for line in base]
     for c in changes:
         once[c.lo:c.hi] = [False] * (c.hi - c.lo)
@@ -1012,7 +1013,8 @@ def _clean_text(old: List[str], ours: List[str], theirs: List[str]) -> Optional[
 
 
 def _why(base: List[str], lo: int, hi: int, members: List[_Change]) -> str:
-    """What made a group of changes a conflict, in words (rule steps 2 and 3)."""
+    """What made the group of `members` over base lines lo..hi-1 (counted as the texts are) a
+    conflict, in words (rule steps 2 and 3)."""
     emptied = [c.side for c in members if _empties(base, c)]
     if emptied:
         return f"{SIDES[emptied[0]]} removed every line, and {SIDES[1 - emptied[0]]} changed the document (rule step 3)"
