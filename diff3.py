@@ -723,10 +723,10 @@ def _readings(base: List[str], ours: List[str], theirs: List[str], notes: Option
     forward = _reading(base, ours, theirs, [ours_hunks, theirs_hunks], False, notes)
     if not (ours_tied or theirs_tied) and os.environ.get("DIFF3_CHECK_TIES") != "1":
         return forward  # the texts reversed give the same groups (`_diff` says why; DIFF3_CHECK_TIES=1 checks it)
-    backward, back_hunks = _reversed_reading(base, ours, theirs, notes)
+    backward, backward_hunks = _reversed_reading(base, ours, theirs, notes)
     _check_ties((ours_tied, theirs_tied), forward, backward)
-    places = [_Places(hunks) for hunks in (ours_hunks, theirs_hunks, *back_hunks)]
-    spans, back_spans = ([(g.lo, g.hi) for g in groups] for groups in (forward, backward))
+    places = [_Places(hunks) for hunks in (ours_hunks, theirs_hunks, *backward_hunks)]
+    spans, backward_spans = ([(g.lo, g.hi) for g in groups] for groups in (forward, backward))
     n = len(base)
     out: List[_Group] = []
     done = 0  # forward groups before this one are in `out`
@@ -735,7 +735,7 @@ def _readings(base: List[str], ours: List[str], theirs: List[str], notes: Option
         out += forward[done:first]
         done = last
         text = _text(base, forward[first:last], lo, hi)
-        if text is not None and text == _text(base, backward[slice(*_inside(back_spans, lo, hi))], lo, hi):
+        if text is not None and text == _text(base, backward[slice(*_inside(backward_spans, lo, hi))], lo, hi):
             out += forward[first:last]  # the readings differ, but not in what they write
             continue
         # Ours' and theirs' lines between the firm lines (or the text's ends) around base[lo:hi].
@@ -917,7 +917,7 @@ def _copies(base: List[str], changes: List[_Change], in_base: Counter) -> List[_
     once = [in_base[line] == 1 for line in base]
     for c in changes:
         once[c.lo:c.hi] = [False] * (c.hi - c.lo)
-    kept = [-1, *(i for i, firm in enumerate(once) if firm), len(base)]
+    kept = [-1, *(i for i, alone in enumerate(once) if alone), len(base)]
     for k, repeated in doubtful.items():
         c = changes[k]
         at = bisect.bisect_left(kept, c.lo)
@@ -1041,8 +1041,8 @@ def _doubled(base: List[str], changes: List[_Change], groups: List[_Group],
     merged = _gain(base, [(g.lo, g.hi, g.clean) for g in groups if g.clean is not None])
     twice = {line for line, n in merged.items() if n > max(0, ours[line], theirs[line]) and line.strip()}
     if twice:  # (ticks in place add a line where they are: those alone are not doubled)
-        twice &= {_unended(line) for g, its in zip(groups, members) if g.clean is not None
-                  and not all(_in_place(base[c.lo:c.hi], c.lines) for c in its) for line in g.clean}
+        twice &= {_unended(line) for g, group_changes in zip(groups, members) if g.clean is not None
+                  and not all(_in_place(base[c.lo:c.hi], c.lines) for c in group_changes) for line in g.clean}
     return twice
 
 
@@ -1103,30 +1103,31 @@ def _trace(base: str, ours: str, theirs: str, style: str,
                          doubts, [_traced_group(g, 0, False) for g in notes.get("blocks", [])])
 
 
-def _traced_reading(back: bool, base: List[str], ours: List[str], theirs: List[str],
+def _traced_reading(backward: bool, base: List[str], ours: List[str], theirs: List[str],
                     hunks: List[List[Hunk]], changes: List[_Change], groups: List[_Group]) -> TraceReading:
-    """A reading as `_reading` noted it, counted as the trace counts (turned back if `back`)."""
+    """A reading as `_reading` noted it, counted as the trace counts (turned back if `backward`)."""
     n = len(base)
-    order = reversed if back else iter
-    traced_hunks = tuple([(_from1(h.a_lo, h.a_hi, n, back), _from1(h.b_lo, h.b_hi, len(lines), back))
+    order = reversed if backward else iter
+    traced_hunks = tuple([(_from1(h.a_lo, h.a_hi, n, backward), _from1(h.b_lo, h.b_hi, len(lines), backward))
                           for h in order(side_hunks)] for lines, side_hunks in zip((ours, theirs), hunks))
-    traced_changes = sorted((TraceChange(SIDES[c.side], _from1(c.lo, c.hi, n, back),
-                                         _from1(c.span_lo, c.span_hi, n, back), c.copies, c.framed)
+    traced_changes = sorted((TraceChange(SIDES[c.side], _from1(c.lo, c.hi, n, backward),
+                                         _from1(c.span_lo, c.span_hi, n, backward), c.copies, c.framed)
                              for c in changes), key=lambda c: (c.span, c.side))
-    return TraceReading(back, traced_hunks, traced_changes, [_traced_group(g, n, back) for g in order(groups)])
+    return TraceReading(backward, traced_hunks, traced_changes,
+                        [_traced_group(g, n, backward) for g in order(groups)])
 
 
-def _traced_group(g: _Group, n: int, back: bool) -> TraceGroup:
-    """A group (of base's `n` lines, reversed if `back`) as the trace shows it."""
-    step = -1 if back else 1
-    return TraceGroup(_from1(g.lo, g.hi, n, back), g.ours[::step], g.theirs[::step],
+def _traced_group(g: _Group, n: int, backward: bool) -> TraceGroup:
+    """A group (of base's `n` lines, reversed if `backward`) as the trace shows it."""
+    step = -1 if backward else 1
+    return TraceGroup(_from1(g.lo, g.hi, n, backward), g.ours[::step], g.theirs[::step],
                       None if g.clean is None else g.clean[::step], g.why)
 
 
-def _from1(lo: int, hi: int, n: int, back: bool) -> Tuple[int, int]:
-    """Lines lo..hi-1 of a text of `n` lines (reversed, if `back`) as (first, last) of the
+def _from1(lo: int, hi: int, n: int, backward: bool) -> Tuple[int, int]:
+    """Lines lo..hi-1 of a text of `n` lines (reversed, if `backward`) as (first, last) of the
     text as it is, counted from 1."""
-    return (n - hi + 1, n - lo) if back else (lo + 1, hi)
+    return (n - hi + 1, n - lo) if backward else (lo + 1, hi)
 
 
 def _print_trace(t: Trace) -> None:
