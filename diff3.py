@@ -56,27 +56,28 @@ base's, "=======", theirs' lines, ">>>>>>> theirs").  The rule:
    such a line between the nearest lines that base holds once and the side
    keeps, and meets any change its span touches: which copy went is not
    known (`_copies`, `_meets`).
-3. A change meets a group (of either side's changes) when its span shares
-   a base line with the group's span or inserts inside it, when both insert
-   where their spans touch (unless a framed one's place is away from there
-   across blank base lines only), or when one side empties the document; a
-   change that meets groups joins them into one (with any group between
-   them, which ends where it starts) over the base lines their spans cover,
-   clean when one side leaves those lines as they were or both make them
-   alike, else a conflict (`_groups`, `_meets`, `_clean_text`).  But a group
-   whose changes all rewrite their lines in place (step 2's test, as ticks
-   do) and share no base line is a group for each change, over its own
-   lines (`_apart`).
+3. A change meets a group (of either side's changes) when its span
+   shares a base line with the group's span or inserts inside it, when
+   both insert where their spans touch (unless a framed one's place is
+   away from there across blank base lines only), or when one side
+   empties the document; a change that meets groups joins them, and any
+   group between them (those end where its span starts), into one over
+   the base lines their spans cover, clean when one side leaves those
+   lines as they were or both make them alike, else a conflict
+   (`_groups`, `_meets`, `_clean_text`).  But a group whose changes all
+   rewrite their lines in place (step 2's test, as ticks do) and share
+   no base line is a group for each change, over its own lines
+   (`_apart`).
 4. If the clean groups add a non-blank line (its ending aside; net of the
    lines they remove) more times than ours' changes do and more than theirs'
    do, and a clean group holding it has a change not in place, each clean
    group holding it is a conflict, since both may have added it (`_doubled`).
-5. Where a diff broke a tie, steps 1-4 run again on the texts reversed
-   (elsewhere they would give the same groups); wherever the two readings'
-   groups differ, the base lines between the nearest firm lines (both sides
-   keep them in both readings, each reading pairs them alike, no group
-   spans them) are clean if both readings write them alike without
-   conflict, and else one conflict (`_readings`, `_doubts`).
+5. Where a diff broke a tie, steps 1-4 run again on the texts reversed;
+   wherever the two readings' groups differ, the base lines between the
+   nearest firm lines (both sides keep them in both readings, each
+   reading pairs them alike, no group spans them) are clean if both
+   readings write them alike without conflict, and else one conflict
+   (`_readings`, `_doubts`).
 6. Conflicts that follow each other with no base line between them are one
    block; with style="merge" the lines both sides of a block share stay
    outside its markers, as in git's "zealous" merge, but a block whose sides
@@ -84,8 +85,8 @@ base's, "=======", theirs' lines, ">>>>>>> theirs").  The rule:
    style="diff3" does, and a block with one side empty shares nothing
    (`_block`).
 
-`explain()` (or `mark-diff3 --explain`) gives one entry for each block of
-step 6: the lines of the merge from its first marker to its last, and the
+`explain()` (or `mark-diff3 --explain`) gives one entry for each conflict
+block of step 6: the lines of the merge from its first marker to its last, and the
 steps that made it.  With style="merge" one block can print as several
 marker blocks, the lines both sides share between them; its entry spans
 them all.  `trace()` (or `mark-diff3 --trace`) shows what each step
