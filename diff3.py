@@ -22,7 +22,8 @@ different text, or either conflicts, the merge conflicts there.  (Where no
 diff broke a tie, the second reading would give the same groups, so it is
 not made: `_diff` says whether a diff broke one, and why that suffices.
 DIFF3_CHECK_TIES=1 in the environment makes it there too and raises
-AssertionError if its groups are not the same; the tests run with it on.)
+AssertionError if its groups are not the same; the tests run every bench
+shape and reproduction with it on.)
 
 The two-way diff (`get_hunks`) is Bram Cohen's patience diff, plainly:
 the lines both texts share at the start and end of a stretch are matched,
@@ -41,86 +42,72 @@ block ("<<<<<<< ours", ours' lines, with style="diff3" "||||||| base" and
 base's, "=======", theirs' lines, ">>>>>>> theirs").  The rule:
 
 1. A side's changes are the hunks of `get_hunks(base, side)`; each spans
-   its base lines and those beside it, up to the side's next change, that
-   equal a line it removes or adds: the diff could have put it anywhere
-   among them.  An insertion with exactly one place, of those it can slide
-   to (its lines turned as they read there), directly after a blank line
-   of base with its own last line blank is "framed": it sits there (step
-   5's reversed texts seek the same place), as a new markdown section does
-   (`_changes`).
+   its base lines and those beside it, short of the side's changes before
+   and after, that equal a line it removes or adds: the diff could have put
+   it anywhere among them (`_span`).  An insertion is "framed" if exactly
+   one of the places it can slide to (up short of touching the side's
+   change before; its lines turned as they read there) is directly after a
+   blank line of base with its own last line blank: it sits there, as a new
+   markdown section does (read reversed, it finds the same place), and its
+   span stays (`_framed_place`).
 2. A change that removes a non-blank line base holds more than once, unless
    it rewrites its lines one for one, each like the one before (`_in_place`:
    difflib's ratio at least 0.6, as a ticked box), also spans every copy of
-   that line between the nearest lines once in base that no hunk of the
-   side changes, and meets any change its span touches: which copy went is
-   not known (`_changes`, `_meets`).
-3. A change meets a group (of either side's changes) when its span shares
-   a base line with the group's span or inserts inside it, when both insert
-   where their spans touch (unless a framed one's place is away from there
-   across blank base lines only), or when one side empties the document; a
-   change that meets groups joins them into one (with any group between
-   them, which ends where it starts) over the base lines their spans cover,
-   clean when one side leaves those lines as they were or both make them
-   alike, else a conflict.  But a group whose changes all rewrite their
-   lines in place (step 2's test, as ticks do) and share no base line is a
-   group for each change, over its own lines (`_groups`, `_meets`, `_taken`).
+   such a line between the nearest lines that base holds once and the side
+   keeps, and meets any change its span touches: which copy went is not
+   known (`_copies`, `_meets`).
+3. A change meets a group (of either side's changes) when its span
+   shares a base line with the group's span or inserts inside it, when
+   both insert where their spans touch (unless a framed one's place is
+   away from there across blank base lines only), or when one side
+   empties the document; a change that meets groups joins them, and any
+   group between them (those end where its span starts), into one over
+   the base lines their spans cover, clean when one side leaves those
+   lines as they were or both make them alike, else a conflict
+   (`_groups`, `_meets`, `_clean_text`).  But a group whose changes all
+   rewrite their lines in place (step 2's test, as ticks do) and share
+   no base line is a group for each change, over its own lines
+   (`_apart`).
 4. If the clean groups add a non-blank line (its ending aside; net of the
    lines they remove) more times than ours' changes do and more than theirs'
    do, and a clean group holding it has a change not in place, each clean
    group holding it is a conflict, since both may have added it (`_doubled`).
-5. Where a diff broke a tie, steps 1-4 run again on the texts reversed
-   (elsewhere they would give the same groups); wherever the two readings'
-   groups differ, the base lines between the nearest firm lines (both sides
-   keep them in both readings, each reading pairs them alike, no group
-   spans them) are clean if both readings write them alike without
-   conflict, and else one conflict (`_readings`, `_doubts`).
+5. Where a diff broke a tie, steps 1-4 run again on the texts reversed;
+   wherever the two readings' groups differ, the base lines between the
+   nearest firm lines (both sides keep them in both readings, each
+   reading pairs them alike, no group spans them) are clean if both
+   readings write them alike without conflict, and else one conflict
+   (`_readings`, `_doubts`).
 6. Conflicts that follow each other with no base line between them are one
    block; with style="merge" the lines both sides of a block share stay
    outside its markers, as in git's "zealous" merge, but a block whose sides
    are equal (steps 4-6 can make one) shows base's lines too, as
-   style="diff3" does (`_block`).
+   style="diff3" does, and a block with one side empty shares nothing
+   (`_block`).
 
 `explain()` (or `mark-diff3 --explain`) gives one entry for each conflict
-block of step 6 (conflicts with no base line between them are one block): the
-lines of the merge from its first marker to its last, and the steps that made
-it.  With style="merge" one block can print as several marker blocks, the
-lines both sides share between them; its entry spans them all.  `trace()` (or
-`mark-diff3 --trace`) shows what each step computed.  Where the rule and git's
-merge differ: edits of neighbouring lines merge, and a line both sides add
-at different places conflicts (step 4):
+block of step 6: the lines of the merge from its first marker to its last, and the
+steps that made it.  With style="merge" one block can print as several
+marker blocks, the lines both sides share between them; its entry spans
+them all.  `trace()` (or `mark-diff3 --trace`) shows what each step
+computed.  Where the rule and git's merge differ: edits of neighbouring
+lines merge, and a line both sides add at different places conflicts (step
+4).  Text inserted beside a line the other side removed keeps its place:
 
     >>> diff3("a\\nb\\nc\\n", "a\\nB\\nc\\n", "a\\nb\\nC\\n").merged
     'a\\nB\\nC\\n'
-    >>> explain("# A\\n\\n# B\\n", "# A\\n- x\\n\\n# B\\n", "# A\\n\\n# B\\n- x\\n")[0].why
-    'the merge would hold "- x" more often than ours and than theirs: both may have added it (rule step 4)'
-
-Text inserted beside a line the other side removed keeps its place; but
-removing one of two equal lines meets an edit beside the other (step 2), a
-line added to a run of lines like it could sit anywhere in the run (step 1),
-and ticks that also read as a box moving are in doubt (step 5):
-
     >>> diff3("one\\ntwo\\nthree\\n", "one\\nthree\\n", "one\\ntwo\\nnew\\nthree\\n").merged
     'one\\nnew\\nthree\\n'
-    >>> diff3("A\\n- x\\nB\\n- x\\nC\\n", "A\\nB\\n- x\\nC\\n", "A\\n- x\\nB2\\n- x\\nC\\n").merged
-    'A\\n<<<<<<< ours\\nB\\n=======\\n- x\\nB2\\n>>>>>>> theirs\\n- x\\nC\\n'
-    >>> explain("a\\n\\n\\nb\\n", "a\\n\\n\\n\\nb\\n", "a\\n\\nc\\n\\nb\\n")[0].why
-    "both sides changed base lines 2-3, where ours' change could sit anywhere among lines like its own (rule steps 1 and 3)"
-    >>> explain("- [x] a\\n- [ ] b\\n- [ ] a\\n", "- [ ] a\\n- [ ] b\\n- [x] a\\n", "- [x] a\\n- [ ] b\\nnew\\n- [ ] a\\n")[0].why
-    'base lines 1-3 hold look-alike lines the diff can pair two ways, and the two ways merge differently (rule step 5)'
-
-In a conflict, lines both sides share stay outside the markers (step 6),
-and markers take the document's line ending:
-
-    >>> diff3("p\\nq\\nr\\n", "p\\nX\\nY\\nr\\n", "p\\nZ\\nY\\nr\\n").merged
-    'p\\n<<<<<<< ours\\nX\\n=======\\nZ\\n>>>>>>> theirs\\nY\\nr\\n'
-    >>> diff3("x\\r\\ny\\r\\n", "x\\r\\nY1\\r\\n", "x\\r\\nY2\\r\\n").merged
-    'x\\r\\n<<<<<<< ours\\r\\nY1\\r\\n=======\\r\\nY2\\r\\n>>>>>>> theirs\\r\\n'
 
 Where one side equals base, or the sides are equal, the rule gives the
 other side's text (or theirs), and `diff3` returns it without diffing.
 Lines are split on "\\n" only and keep their endings, so CRLF documents come
 back byte-identical where nothing changed; a last line without a newline gets
-one when anything follows it, and markers use the document's line ending.
+one when anything follows it, and markers use the document's line ending:
+
+    >>> diff3("x\\r\\ny\\r\\n", "x\\r\\nY1\\r\\n", "x\\r\\nY2\\r\\n").merged
+    'x\\r\\n<<<<<<< ours\\r\\nY1\\r\\n=======\\r\\nY2\\r\\n>>>>>>> theirs\\r\\n'
+
 `had_conflict` comes from the rule, never from a search for markers.
 
 Worked cases, one for each rule step and for each shape a conflict block
@@ -129,7 +116,7 @@ prints in; `show` prints the merge's lines after "|", then explain()'s entries:
     >>> from textwrap import fill
     >>> def show(base, ours, theirs):
     ...     for line in diff3(base, ours, theirs).merged.splitlines():
-    ...         print("|", line)
+    ...         print(f"| {line}" if line else "|")
     ...     for conflict in explain(base, ours, theirs):
     ...         print(fill(f"lines {conflict.start}-{conflict.end}: {conflict.why}", 88))
 
@@ -143,6 +130,32 @@ Step 1: theirs' new "Note." could sit before or after base's, which ours edits.
     | Note.
     | >>>>>>> theirs
     lines 1-6: both sides changed base line 1, where theirs' change could sit anywhere among
+    lines like its own (rule steps 1 and 3)
+
+Theirs' new section ends blank and has one place after a blank line of base,
+so it is framed there.  Its span (base line 3, blank like its last line) touches
+ours' insertion after line 2, but its place is away from there across blank base
+lines only, so the two do not meet (step 3).  Two new sections at one place do:
+
+    >>> show("* a\\n* b\\n\\n## Next\\n", "* a\\n* b\\n* new\\n\\n## Next\\n", "* a\\n* b\\n\\n## Mid\\n\\n## Next\\n")
+    | * a
+    | * b
+    | * new
+    |
+    | ## Mid
+    |
+    | ## Next
+    >>> show("* a\\n\\n## Next\\n", "* a\\n\\n## B\\n\\n## Next\\n", "* a\\n\\n## C\\n\\n## Next\\n")
+    | * a
+    |
+    | <<<<<<< ours
+    | ## B
+    | =======
+    | ## C
+    | >>>>>>> theirs
+    |
+    | ## Next
+    lines 3-7: both sides changed base line 2, where ours' change could sit anywhere among
     lines like its own (rule steps 1 and 3)
 
 Step 2: ours removes one "- x" of two; which one is not known, so its change
@@ -172,6 +185,17 @@ Step 3: both sides change the same line, differently.
     | >>>>>>> theirs
     | c
     lines 2-6: both sides changed base line 2 (rule step 3)
+
+Ticks among identical boxes: each side's change spans all four (step 1), so
+they meet; but both rewrite their lines in place and share no base line, so
+each is written where it is:
+
+    >>> show("- [ ] t\\n- [ ] t\\n- [ ] t\\n- [ ] t\\n", "- [ ] t\\n- [x] t\\n- [ ] t\\n- [ ] t\\n",
+    ...      "- [ ] t\\n- [ ] t\\n- [ ] t\\n- [x] t\\n")
+    | - [ ] t
+    | - [x] t
+    | - [ ] t
+    | - [x] t
 
 Step 4: each side adds "- x", at different places: two groups, each clean
 alone, would add it twice.  Each conflict block has one side empty.
@@ -206,6 +230,13 @@ second to "b", "a", "c" (`trace()` shows both).
     | c
     lines 1-4: base lines 1-2 hold look-alike lines the diff can pair two ways, and the two
     ways merge differently (rule step 5)
+
+Ours' ticks (untick the first "a", tick the other) also read as a box moving:
+
+    >>> print(fill(explain("- [x] a\\n- [ ] b\\n- [ ] a\\n", "- [ ] a\\n- [ ] b\\n- [x] a\\n",
+    ...                    "- [x] a\\n- [ ] b\\nnew\\n- [ ] a\\n")[0].why, 88))
+    base lines 1-3 hold look-alike lines the diff can pair two ways, and the two ways merge
+    differently (rule step 5)
 
 Step 6: two conflicts with no base line between them print as one block,
 with one entry giving both reasons.
@@ -279,10 +310,9 @@ import difflib
 import os
 import sys
 from collections import Counter
-from contextvars import ContextVar
 from itertools import chain
 from operator import methodcaller
-from typing import Dict, List, NamedTuple, NoReturn, Optional, Sequence, Tuple, Union
+from typing import Dict, List, NamedTuple, NoReturn, Optional, Sequence, Set, Tuple, Union
 
 __version__ = "0.3.0"  # the release this file is from; vendored copies keep saying it
 __all__ = ["diff3", "explain", "trace", "Merge", "Conflict", "Trace", "TraceReading", "TraceChange", "TraceGroup",
@@ -315,12 +345,12 @@ class TraceChange(NamedTuple):  # one hunk of a side, as a change (rule steps 1 
     side: str  # "ours" or "theirs"
     base: Tuple[int, int]  # the base lines its hunk replaces
     span: Tuple[int, int]  # the base lines it spans: beside it, lines like its own (step 1); copies (step 2)
-    copies: Optional[str]  # step 2: the line base holds more than once that it removes; else None
+    copies: Optional[str]  # step 2: the line base holds more than once that it removes (the first, sorted); else None
     framed: bool  # step 1: an insertion set at its one place after a blank line (`base` is that place)
 
 
 class TraceGroup(NamedTuple):  # changes that meet (rule steps 3 and 4), or a block the merge writes
-    base: Tuple[int, int]  # the base lines its changes span
+    base: Tuple[int, int]  # the base lines it covers: its changes' spans, or an in-place edit's own lines (step 3)
     ours: List[str]  # what ours makes of those lines
     theirs: List[str]  # what theirs makes of them
     clean: Optional[List[str]]  # the text written there if clean; None: a conflict
@@ -331,7 +361,7 @@ class TraceReading(NamedTuple):  # rule steps 1-4 on the texts as they are, or r
     reversed: bool  # the texts' lines in reverse order (all still counted as the texts as they are)
     hunks: Tuple[List[Tuple[Tuple[int, int], Tuple[int, int]]], ...]  # ours', theirs': (base lines, side's lines)
     changes: List[TraceChange]  # both sides', by span, ours first
-    groups: List[TraceGroup]  # (reversed: a group's `why`, which no block shows, counts the lines reversed)
+    groups: List[TraceGroup]
 
 
 class TraceDoubt(NamedTuple):  # rule step 5: where the readings' groups differ
@@ -404,8 +434,9 @@ def trace(base: str, ours: str, theirs: str, *, style: str = "merge",
 
     A hunk is (base lines, the side's lines): read as they are, theirs removes base
     line 1 and puts its line 2, "a", after base line 2; read reversed, it puts its line
-    1, "b", before base line 1 and removes base line 2.  The readings' groups differ; no line is firm above line 3, and there the first
-    reading writes "a" (theirs' move lost), the second "b", "a": one conflict.
+    1, "b", before base line 1 and removes base line 2.  The readings' groups differ; no
+    line is firm above line 3, and there the first reading writes "a" (theirs' move
+    lost), the second "b", "a": one conflict.
 
     >>> t.doubts
     [TraceDoubt(base=(1, 2), firm=(None, 3), forward=['a\\n'], reversed=['b\\n', 'a\\n'])]
@@ -416,8 +447,10 @@ def trace(base: str, ours: str, theirs: str, *, style: str = "merge",
     return _trace(base, ours, theirs, style, labels)[1]
 
 
-def _diff3(base: str, ours: str, theirs: str, style: str,
-           labels: Sequence[str]) -> Tuple[Merge, List[Conflict]]:
+def _diff3(base: str, ours: str, theirs: str, style: str, labels: Sequence[str],
+           notes: Optional[dict] = None) -> Tuple[Merge, List[Conflict]]:
+    """The merge and explain()'s conflicts; `notes`, if a dict, gets what each rule step
+    computed (`_trace` reads it)."""
     _check(base, ours, theirs, style, labels)
     if ours == base or ours == theirs:
         return Merge(theirs, False), []
@@ -432,7 +465,7 @@ def _diff3(base: str, ours: str, theirs: str, style: str,
             break
     markers = ("<<<<<<< " + labels[0] + eol, "||||||| " + labels[1] + eol, "=======" + eol,
                ">>>>>>> " + labels[2] + eol)
-    out, conflicts = _merge(*texts, markers, style == "diff3")
+    out, conflicts = _merge(*texts, markers, style == "diff3", notes)
     # Only a document's last line can lack a newline; if none does, plain join.
     ended = all(lines[-1].endswith("\n") for lines in texts if lines)
     return Merge("".join(out) if ended else join_lines(out, eol), bool(conflicts)), conflicts
@@ -633,93 +666,102 @@ OURS, THEIRS = 0, 1  # a change's side
 SIDES = ("ours", "theirs")
 
 
-class _Change(NamedTuple):  # one side's hunk: base[lo:hi] became `lines`; base[top:bottom] is its span
-    top: int
-    bottom: int
+class _Change(NamedTuple):  # one side's hunk: base[lo:hi] became `lines`; base[span_lo:span_hi] is its span
+    span_lo: int
+    span_hi: int
     lo: int
     hi: int
     side: int
     lines: List[str]
-    copied: Optional[str] = None  # rule step 2: a repeated line it removes (the first, sorted)
+    copies: Optional[str] = None  # rule step 2: the line base holds more than once that it removes (the first, sorted)
     framed: bool = False  # rule step 1: an insertion set at its one place after a blank line, ending blank
 
 
 class _Group(NamedTuple):  # changes that meet, over base[lo:hi]: what ours and theirs make of those lines
     lo: int
     hi: int
-    mine: List[str]
-    yours: List[str]
-    taken: Optional[List[str]]  # what it writes if clean; None: a conflict
+    ours: List[str]
+    theirs: List[str]
+    clean: Optional[List[str]]  # the text it writes if clean; None: a conflict
     why: str = ""  # for a conflict, what made it one
 
 
-def _merge(base: List[str], ours: List[str], theirs: List[str], markers: tuple,
-           with_base: bool) -> Tuple[List[str], List[Conflict]]:
-    """The merged lines, and the conflicts among them."""
-    groups = _readings(base, ours, theirs)
+def _merge(base: List[str], ours: List[str], theirs: List[str], markers: tuple, with_base: bool,
+           notes: Optional[dict]) -> Tuple[List[str], List[Conflict]]:
+    """The merged lines, and the conflicts among them (`notes`: as `_diff3`'s)."""
+    groups = _readings(base, ours, theirs, notes)
     blocks: List[_Group] = []  # conflicts with no base line between them as one (rule step 6)
     for group in groups:
-        if group.taken is None and blocks and blocks[-1].taken is None and blocks[-1].hi == group.lo:
+        if group.clean is None and blocks and blocks[-1].clean is None and blocks[-1].hi == group.lo:
             why = blocks[-1].why if group.why in blocks[-1].why else blocks[-1].why + "; " + group.why
-            blocks[-1] = _Group(blocks[-1].lo, group.hi, blocks[-1].mine + group.mine,
-                                blocks[-1].yours + group.yours, None, why)
+            blocks[-1] = _Group(blocks[-1].lo, group.hi, blocks[-1].ours + group.ours,
+                                blocks[-1].theirs + group.theirs, None, why)
         else:
             blocks.append(group)
-    _note("blocks", blocks)
+    if notes is not None:
+        notes["blocks"] = blocks
     out: List[str] = []
     conflicts: List[Conflict] = []
     pos = 0
     for block in blocks:
         out += base[pos:block.lo]
-        if block.taken is None:
-            lines, first, last = _block(base[block.lo:block.hi], block.mine, block.yours, markers, with_base)
+        if block.clean is None:
+            lines, first, last = _block(base[block.lo:block.hi], block.ours, block.theirs, markers, with_base)
             conflicts.append(Conflict(len(out) + first + 1, len(out) + last + 1, block.why))
             out += lines
         else:
-            out += block.taken
+            out += block.clean
         pos = block.hi
     return out + base[pos:], conflicts
 
 
-def _readings(base: List[str], ours: List[str], theirs: List[str]) -> List[_Group]:
+def _readings(base: List[str], ours: List[str], theirs: List[str], notes: Optional[dict]) -> List[_Group]:
     """The groups of the texts as they are, checked against those of the texts reversed
     (rule step 5)."""
     (ours_hunks, ours_tied), (theirs_hunks, theirs_tied) = _diff(base, ours), _diff(base, theirs)
-    _note("tied", ours_tied, theirs_tied)
-    forward = _reading(base, ours, theirs, [ours_hunks, theirs_hunks])
+    if notes is not None:
+        notes["tied"] = (ours_tied, theirs_tied)
+    forward = _reading(base, ours, theirs, [ours_hunks, theirs_hunks], False, notes)
     if not (ours_tied or theirs_tied) and os.environ.get("DIFF3_CHECK_TIES") != "1":
         return forward  # the texts reversed give the same groups (`_diff` says why; DIFF3_CHECK_TIES=1 checks it)
-    n = len(base)
-    back_hunks = [get_hunks(base[::-1], ours[::-1]), get_hunks(base[::-1], theirs[::-1])]
-    # Turned back: line i of a reversed text of length n is line n - 1 - i.
-    backward = [_Group(n - g.hi, n - g.lo, g.mine[::-1], g.yours[::-1], None if g.taken is None else g.taken[::-1],
-                       g.why) for g in reversed(_reading(base[::-1], ours[::-1], theirs[::-1], back_hunks, True))]
+    backward, backward_hunks = _reversed_reading(base, ours, theirs, notes)
     _check_ties((ours_tied, theirs_tied), forward, backward)
-    sides = (ours, theirs)
-    places = [_Places(hunks) for hunks in (ours_hunks, theirs_hunks)] + [
-        _Places([Hunk(n - h.a_hi, n - h.a_lo, len(lines) - h.b_hi, len(lines) - h.b_lo) for h in reversed(hunks)])
-        for lines, hunks in zip(sides, back_hunks)]
-    spans, back_spans = ([(g.lo, g.hi) for g in groups] for groups in (forward, backward))
+    places = [_Places(hunks) for hunks in (ours_hunks, theirs_hunks, *backward_hunks)]
+    spans, backward_spans = ([(g.lo, g.hi) for g in groups] for groups in (forward, backward))
+    n = len(base)
     out: List[_Group] = []
     done = 0  # forward groups before this one are in `out`
-    for lo, hi in _doubts(base, forward, backward, places):
+    for lo, hi in _doubts(base, forward, backward, places, notes):
         first, last = _inside(spans, lo, hi)
         out += forward[done:first]
         done = last
         text = _text(base, forward[first:last], lo, hi)
-        if text is not None and text == _text(base, backward[slice(*_inside(back_spans, lo, hi))], lo, hi):
+        if text is not None and text == _text(base, backward[slice(*_inside(backward_spans, lo, hi))], lo, hi):
             out += forward[first:last]  # the readings differ, but not in what they write
             continue
         # Ours' and theirs' lines between the firm lines (or the text's ends) around base[lo:hi].
-        mine, yours = (lines[p.at(lo - 1) + 1 if lo else 0:p.at(hi) if hi < n else len(lines)]
-                       for lines, p in zip(sides, places))
+        between = [lines[p.at(lo - 1) + 1 if lo else 0:p.at(hi) if hi < n else len(lines)]
+                   for lines, p in zip((ours, theirs), places)]
         why = f"{_lines(lo, hi)} hold look-alike lines the diff can pair two ways, and the two ways merge differently"
-        out.append(_Group(lo, hi, mine, yours, None, why + " (rule step 5)"))
+        out.append(_Group(lo, hi, *between, None, why + " (rule step 5)"))
     return out + forward[done:]
 
 
+def _reversed_reading(base: List[str], ours: List[str], theirs: List[str],
+                      notes: Optional[dict]) -> Tuple[List[_Group], List[List[Hunk]]]:
+    """Rule steps 1-4 on the texts with their lines in reverse order: the groups, and the hunks
+    of ours and of theirs, turned back (line i of a reversed text of n lines is line n - 1 - i)."""
+    n = len(base)
+    hunks = [get_hunks(base[::-1], ours[::-1]), get_hunks(base[::-1], theirs[::-1])]
+    groups = _reading(base[::-1], ours[::-1], theirs[::-1], hunks, True, notes)
+    return ([_Group(n - g.hi, n - g.lo, g.ours[::-1], g.theirs[::-1], None if g.clean is None else g.clean[::-1], g.why)
+             for g in reversed(groups)],
+            [[Hunk(n - h.a_hi, n - h.a_lo, len(lines) - h.b_hi, len(lines) - h.b_lo) for h in reversed(side_hunks)]
+             for lines, side_hunks in zip((ours, theirs), hunks)])
+
+
 def _doubts(base: List[str], forward: List[_Group], backward: List[_Group],
-            places: List["_Places"]) -> List[Tuple[int, int]]:
+            places: List["_Places"], notes: Optional[dict]) -> List[Tuple[int, int]]:
     """Where the readings' groups differ, widened to the nearest firm lines: base[lo:hi] each.
     A firm line: both sides keep it in both readings (`places`: ours, theirs, then both
     reversed), each reading pairs it with the same line of each side, no group spans it."""
@@ -738,13 +780,14 @@ def _doubts(base: List[str], forward: List[_Group], backward: List[_Group],
         while hi < len(base) and not firm(hi):
             hi += 1
         doubts.append((lo, hi))
-    _note("doubts", base, forward, backward, doubts)
+    if notes is not None:
+        notes["doubts"] = (base, forward, backward, doubts)
     return doubts
 
 
 def _key(group: _Group) -> tuple:
     """What a reader sees of a group: its base lines, both sides' lines, whether it is clean."""
-    return group.lo, group.hi, tuple(group.mine), tuple(group.yours), group.taken is None
+    return group.lo, group.hi, tuple(group.ours), tuple(group.theirs), group.clean is None
 
 
 def _inside(spans: List[Tuple[int, int]], lo: int, hi: int) -> Tuple[int, int]:
@@ -757,10 +800,10 @@ def _text(base: List[str], groups: List[_Group], lo: int, hi: int) -> Optional[L
     """What `groups` (in order, all within base[lo:hi]) make of base[lo:hi]; None if one conflicts."""
     out, pos = [], lo
     for g in groups:
-        if g.taken is None:
+        if g.clean is None:
             return None
         out += base[pos:g.lo]
-        out += g.taken
+        out += g.clean
         pos = g.hi
     return out + base[pos:hi]
 
@@ -789,51 +832,81 @@ def _lines(lo: int, hi: int) -> str:
 
 
 def _reading(base: List[str], ours: List[str], theirs: List[str], hunks: List[List[Hunk]],
-             backward: bool = False) -> List[_Group]:
+             backward: bool, notes: Optional[dict]) -> List[_Group]:
     """One reading's groups (rule steps 1-4), from the hunks of ours and of theirs; `backward`:
-    the texts are reversed."""
+    the texts are reversed (a conflict's `why` still counts the lines of the texts as they are)."""
     in_base = Counter(base)
     changes = sorted(_changes(base, ours, OURS, hunks[0], in_base, backward)
                      + _changes(base, theirs, THEIRS, hunks[1], in_base, backward),
-                     key=lambda c: (c.top, c.bottom, c.side))  # by span, ours first
+                     key=lambda c: (c.span_lo, c.span_hi, c.side))  # by span, ours first
+    n = len(base)
     groups, grouped = [], _groups(base, changes)
     for lo, hi, members in grouped:
-        mine, yours = _apply(base, lo, hi, members, OURS), _apply(base, lo, hi, members, THEIRS)
-        taken = _taken(base[lo:hi], mine, yours)
-        groups.append(_Group(lo, hi, mine, yours, taken, "" if taken is not None else _why(base, lo, hi, members)))
-    groups = _doubled(base, changes, groups, [members for _, _, members in grouped])
-    _note("reading", base, ours, theirs, hunks, changes, groups)
+        ours_lines, theirs_lines = _apply(base, lo, hi, members, OURS), _apply(base, lo, hi, members, THEIRS)
+        clean = _clean_text(base[lo:hi], ours_lines, theirs_lines)
+        why = "" if clean is not None else _why(base, *((n - hi, n - lo) if backward else (lo, hi)), members)
+        groups.append(_Group(lo, hi, ours_lines, theirs_lines, clean, why))
+    doubled = _doubled(base, changes, groups, [members for _, _, members in grouped])
+    for k, g in enumerate(groups):  # each clean group holding a doubled line is a conflict (step 4)
+        lines = sorted(doubled.intersection(map(_unended, g.clean))) if doubled and g.clean is not None else []
+        if lines:
+            groups[k] = g._replace(clean=None, why=f"the merge would hold \"{lines[0]}\" more often than ours "
+                                                   f"and than theirs: both may have added it (rule step 4)")
+    if notes is not None:
+        notes.setdefault("readings", []).append((base, ours, theirs, hunks, changes, groups))
     return groups
 
 
 def _changes(base: List[str], lines: List[str], side: int, hunks: List[Hunk], in_base: Counter,
              backward: bool) -> List[_Change]:
-    """A side's hunks against base as changes, each spanning the base lines beside it that
-    equal a line it removes or adds, an insertion set at its one framed place if it has one
-    (rule step 1), spans grown by step 2.  `backward`: the texts are reversed."""
+    """A side's hunks against base as changes: each with its span, an insertion at its framed
+    place if it has one (rule step 1), spans grown over copies (step 2).  `backward`: the
+    texts are reversed."""
     changes = []
     for k, (lo, hi, side_lo, side_hi) in enumerate(hunks):
-        own = set(base[lo:hi]).union(lines[side_lo:side_hi])
-        floor = hunks[k - 1].a_hi if k else 0
+        floor = hunks[k - 1].a_hi if k else 0  # where the side's change before ends, and the next starts
         ceiling = hunks[k + 1].a_lo if k + 1 < len(hunks) else len(base)
-        top, bottom = lo, hi
-        while top > floor and base[top - 1] in own:
-            top -= 1
-        while bottom < ceiling and base[bottom] in own:
-            bottom += 1
-        change = _Change(top, bottom, lo, hi, side, lines[side_lo:side_hi])
-        if lo == hi:
-            # The places it can sit, its lines turned as they would read there: get_hunks slid it
-            # down as far as it goes, and up it goes short of touching the side's change before.
-            places = [(lo, change.lines)]
-            while places[0][0] > (floor + 1 if k else 0) and base[places[0][0] - 1] == places[0][1][-1]:
-                places.insert(0, (places[0][0] - 1, [base[places[0][0] - 1], *places[0][1][:-1]]))
-            # Framed: after a blank line of base, its last line blank (read backwards: before, first).
-            framed = [(at, new) for at, new in places if (at < len(base) and not base[at].strip() and not new[0].strip()
-                      if backward else at and not base[at - 1].strip() and not new[-1].strip())]
-            if len(framed) == 1:
-                change = change._replace(lo=framed[0][0], hi=framed[0][0], lines=framed[0][1], framed=True)
+        new = lines[side_lo:side_hi]
+        change = _Change(*_span(base, lo, hi, new, floor, ceiling), lo, hi, side, new)
+        # An insertion slides up short of touching the side's change before.
+        place = _framed_place(base, lo, new, floor + 1 if k else 0, backward) if lo == hi else None
+        if place is not None:
+            change = change._replace(lo=place[0], hi=place[0], lines=place[1], framed=True)
         changes.append(change)
+    return _copies(base, changes, in_base)
+
+
+def _span(base: List[str], lo: int, hi: int, new: List[str], floor: int, ceiling: int) -> Tuple[int, int]:
+    """Step 1's span of base[lo:hi] becoming `new`: lo, hi widened over the base lines
+    beside them, within base[floor:ceiling], that equal a line it removes or adds."""
+    its_lines = set(base[lo:hi]).union(new)
+    while lo > floor and base[lo - 1] in its_lines:
+        lo -= 1
+    while hi < ceiling and base[hi] in its_lines:
+        hi += 1
+    return lo, hi
+
+
+def _framed_place(base: List[str], at: int, new: List[str], highest: int,
+                  backward: bool) -> Optional[Tuple[int, List[str]]]:
+    """Step 1's framed place of the insertion of `new` before base[at]: of the places it
+    can slide to (get_hunks slid it down as far as it goes; up, it goes to place `highest`
+    at most), its lines turned as they read there, the one directly after a blank line of
+    base with its own last line blank (read backwards: before one, its first line blank),
+    if exactly one is; as (place, its lines there)."""
+    places = [(at, new)]
+    while at > highest and base[at - 1] == new[-1]:  # one line up: base's line before joins, its last leaves
+        at, new = at - 1, [base[at - 1], *new[:-1]]
+        places.append((at, new))
+    framed = [(at, new) for at, new in places if (at < len(base) and not base[at].strip() and not new[0].strip()
+              if backward else at and not base[at - 1].strip() and not new[-1].strip())]
+    return framed[0] if len(framed) == 1 else None
+
+
+def _copies(base: List[str], changes: List[_Change], in_base: Counter) -> List[_Change]:
+    """A side's changes, each that removes a non-blank line base holds more than once,
+    unless it rewrites its lines in place, spanning every copy of such a line between the
+    nearest lines that base holds once and the side keeps (rule step 2)."""
     doubtful = {}  # change index: the repeated lines it removes
     for k, c in enumerate(changes):
         repeated = {line for line in set(base[c.lo:c.hi]) if in_base[line] > 1 and not line.isspace()}
@@ -841,18 +914,18 @@ def _changes(base: List[str], lines: List[str], side: int, hunks: List[Hunk], in
             doubtful[k] = repeated
     if not doubtful:
         return changes
-    # Where the lines once in base are that no hunk of the side changes.
+    # Where the lines are that base holds once and the side keeps (and base's ends).
     once = [in_base[line] == 1 for line in base]
     for c in changes:
         once[c.lo:c.hi] = [False] * (c.hi - c.lo)
-    kept = [i for i, firm in enumerate(once) if firm]
+    kept = [-1, *(i for i, alone in enumerate(once) if alone), len(base)]
     for k, repeated in doubtful.items():
         c = changes[k]
         at = bisect.bisect_left(kept, c.lo)
-        room_lo, room_hi = kept[at - 1] if at else -1, kept[at] if at < len(kept) else len(base)
+        room_lo, room_hi = kept[at - 1], kept[at]
         spots = [i for i in range(room_lo + 1, room_hi) if base[i] in repeated]
-        changes[k] = c._replace(top=min(c.top, *spots), bottom=max(c.bottom, max(spots) + 1),
-                                copied=min(repeated))
+        changes[k] = c._replace(span_lo=min(c.span_lo, *spots), span_hi=max(c.span_hi, max(spots) + 1),
+                                copies=min(repeated))
     return changes
 
 
@@ -874,26 +947,27 @@ def _groups(base: List[str], changes: List[_Change]) -> List[Tuple[int, int, Lis
         # It joins every group it meets, and those become one.  Only the last groups can
         # reach its span (several may end where it starts: a change, then insertions).
         k = len(groups)
-        while k and groups[k - 1][1] >= c.top:
+        while k and groups[k - 1][1] >= c.span_lo:
             k -= 1
         met = [n for n in range(k, len(groups)) if _meets(base, c, *groups[n])]
         if met:
             # The groups from the first it meets on (those after it end where it starts) become one.
             joined = [m for group in groups[met[0]:] for m in group[2]] + [c]
-            groups[met[0]:] = [[groups[met[0]][0], max(groups[-1][1], c.bottom), joined]]
+            groups[met[0]:] = [[groups[met[0]][0], max(groups[-1][1], c.span_hi), joined]]
         else:
-            groups.append([c.top, c.bottom, [c]])
-    out = []
-    for lo, hi, members in groups:
-        # Rewrites in place (as ticks among equal boxes) that share no base line: each is
-        # written where it is, a group of its own over its own lines.
-        edits = sorted(members, key=lambda m: m.lo)
-        if len(edits) > 1 and all(m.hi <= n.lo for m, n in zip(edits, edits[1:])) \
-                and all(_in_place(base[m.lo:m.hi], m.lines) for m in edits):
-            out += [(m.lo, m.hi, [m]) for m in edits]
-        else:
-            out.append((lo, hi, members))
-    return out
+            groups.append([c.span_lo, c.span_hi, [c]])
+    return [part for lo, hi, members in groups for part in _apart(base, lo, hi, members)]
+
+
+def _apart(base: List[str], lo: int, hi: int, members: List[_Change]) -> List[Tuple[int, int, List[_Change]]]:
+    """A group over base[lo:hi] of `members`; but if they all rewrite their lines in place (as
+    ticks among equal boxes) and share no base line, a group for each, over its own lines,
+    each written where it is (rule step 3)."""
+    edits = sorted(members, key=lambda m: m.lo)
+    if len(edits) > 1 and all(m.hi <= n.lo for m, n in zip(edits, edits[1:])) \
+            and all(_in_place(base[m.lo:m.hi], m.lines) for m in edits):
+        return [(m.lo, m.hi, [m]) for m in edits]
+    return [(lo, hi, members)]
 
 
 def _empties(base: List[str], c: _Change) -> bool:
@@ -904,13 +978,13 @@ def _empties(base: List[str], c: _Change) -> bool:
 def _meets(base: List[str], c: _Change, lo: int, hi: int, members: List[_Change]) -> bool:
     """Whether change `c`, whose span starts at or after base line `lo`, meets the group
     of `members` over base[lo:hi] (rule steps 2 and 3)."""
-    if c.top != hi:
-        return c.top < hi  # its span shares a line with the group's, or it inserts inside it
+    if c.span_lo != hi:
+        return c.span_lo < hi  # its span shares a line with the group's, or it inserts inside it
     # Its span touches the group's end: it meets a change of step 2 there, or, if both
     # insert, the insertion there (an insertion's place is anywhere in its span), unless
     # one is framed and its place is away from there across blank lines only.
-    ending = [m for m in members if m.bottom == hi]
-    either_copied = c.copied is not None or any(m.copied is not None for m in ending)
+    ending = [m for m in members if m.span_hi == hi]
+    either_copied = c.copies is not None or any(m.copies is not None for m in ending)
 
     def away(m: _Change) -> bool:
         return m.framed and m.lo != hi and not "".join(base[min(m.lo, hi):max(m.lo, hi)]).strip()
@@ -931,27 +1005,28 @@ def _apply(base: List[str], lo: int, hi: int, members: List[_Change], side: int)
     return out
 
 
-def _taken(old: List[str], mine: List[str], yours: List[str]) -> Optional[List[str]]:
+def _clean_text(old: List[str], ours: List[str], theirs: List[str]) -> Optional[List[str]]:
     """What a group writes if it is clean: the side that changed base's lines `old`, or
     the lines both sides give; None if both changed them differently (rule step 3)."""
-    if mine == old or mine == yours:
-        return yours
-    return mine if yours == old else None
+    if ours == old or ours == theirs:
+        return theirs
+    return ours if theirs == old else None
 
 
 def _why(base: List[str], lo: int, hi: int, members: List[_Change]) -> str:
-    """What made a group of changes a conflict, in words (rule steps 2 and 3)."""
+    """What made the group of `members` over base lines lo..hi-1 (counted as the texts are) a
+    conflict, in words (rule steps 2 and 3)."""
     emptied = [c.side for c in members if _empties(base, c)]
     if emptied:
         return f"{SIDES[emptied[0]]} removed every line, and {SIDES[1 - emptied[0]]} changed the document (rule step 3)"
-    copied = [c for c in members if c.copied is not None]
-    if copied:
-        line = _unended(copied[0].copied)
-        return (f"{SIDES[copied[0].side]} removed \"{line}\", which base holds more than once, and which copy "
+    with_copies = [c for c in members if c.copies is not None]
+    if with_copies:
+        line = _unended(with_copies[0].copies)
+        return (f"{SIDES[with_copies[0].side]} removed \"{line}\", which base holds more than once, and which copy "
                 f"went is not known; the other side changed {_lines(lo, hi)} near a copy (rule step 2)")
     if lo == hi:
         return f"both sides inserted different lines at {_lines(lo, hi)} (rule step 3)"
-    grown = [c for c in members if (c.top, c.bottom) != (c.lo, c.hi)]
+    grown = [c for c in members if (c.span_lo, c.span_hi) != (c.lo, c.hi)]
     if grown:
         return (f"both sides changed {_lines(lo, hi)}, where {SIDES[grown[0].side]}' change could sit "
                 f"anywhere among lines like its own (rule steps 1 and 3)")
@@ -959,26 +1034,17 @@ def _why(base: List[str], lo: int, hi: int, members: List[_Change]) -> str:
 
 
 def _doubled(base: List[str], changes: List[_Change], groups: List[_Group],
-             members: List[List[_Change]]) -> List[_Group]:
-    """The groups (`members`: the changes of each), each clean one made a conflict whose text
-    holds a non-blank line that the clean groups together add more times than ours' changes
-    do and than theirs' do, and that a clean group with a change not in place holds (rule step 4)."""
+             members: List[List[_Change]]) -> Set[str]:
+    """The non-blank lines (without their endings) that the clean groups (`members`: the
+    changes of each) together add more times than ours' changes do and than theirs' do,
+    and that a clean group with a change not in place holds (rule step 4)."""
     ours, theirs = (_gain(base, [(c.lo, c.hi, c.lines) for c in changes if c.side == side]) for side in (OURS, THEIRS))
-    merged = _gain(base, [(g.lo, g.hi, g.taken) for g in groups if g.taken is not None])
-    twice = {line for line, n in merged.items() if n > 0 and n > ours[line] and n > theirs[line] and line.strip()}
+    merged = _gain(base, [(g.lo, g.hi, g.clean) for g in groups if g.clean is not None])
+    twice = {line for line, n in merged.items() if n > max(0, ours[line], theirs[line]) and line.strip()}
     if twice:  # (ticks in place add a line where they are: those alone are not doubled)
-        twice &= {_unended(line) for g, its in zip(groups, members) if g.taken is not None
-                  and not all(_in_place(base[c.lo:c.hi], c.lines) for c in its) for line in g.taken}
-    if not twice:
-        return groups
-    out = []
-    for g in groups:
-        lines = sorted(twice.intersection(map(_unended, g.taken))) if g.taken is not None else []
-        if lines:
-            g = g._replace(taken=None, why=f"the merge would hold \"{lines[0]}\" more often than ours and "
-                                           f"than theirs: both may have added it (rule step 4)")
-        out.append(g)
-    return out
+        twice &= {_unended(line) for g, group_changes in zip(groups, members) if g.clean is not None
+                  and not all(_in_place(base[c.lo:c.hi], c.lines) for c in group_changes) for line in g.clean}
+    return twice
 
 
 def _gain(base: List[str], edits: List[Tuple[int, int, List[str]]]) -> Counter:
@@ -991,38 +1057,26 @@ def _gain(base: List[str], edits: List[Tuple[int, int, List[str]]]) -> Counter:
 _unended = methodcaller("rstrip", "\r\n")  # a line without its ending: a text's last line may lack it
 
 
-def _block(old: List[str], mine: List[str], yours: List[str], markers: tuple,
+def _block(old: List[str], ours: List[str], theirs: List[str], markers: tuple,
            with_base: bool) -> Tuple[List[str], int, int]:
-    """A conflict between ours' lines `mine` and theirs' `yours` over base's `old`, and where
-    its first and last marker lines are in it; with style "merge" the lines both share stay
+    """A conflict between ours' and theirs' lines over base's lines `old`, and where its
+    first and last marker lines are in it; with style "merge" the lines both share stay
     outside the markers (rule step 6)."""
     start, middle, separator, end = markers
-    if with_base or mine == yours:  # (equal sides can only conflict by steps 4, 5 or 6: base shows why)
-        return [start, *mine, middle, *old, separator, *yours, end], 0, len(mine) + len(old) + len(yours) + 3
-    if not mine or not yours:  # nothing shared (what get_hunks would say, sooner)
-        return [start, *mine, separator, *yours, end], 0, len(mine) + len(yours) + 2
+    if with_base or ours == theirs:  # (equal sides can only conflict by steps 4, 5 or 6: base shows why)
+        return [start, *ours, middle, *old, separator, *theirs, end], 0, len(ours) + len(old) + len(theirs) + 3
+    if not ours or not theirs:  # nothing shared (what get_hunks would say, sooner)
+        return [start, *ours, separator, *theirs, end], 0, len(ours) + len(theirs) + 2
     out: List[str] = []
-    m = 0
-    hunks = get_hunks(mine, yours)
-    for m_lo, m_hi, y_lo, y_hi in hunks:
-        out += [*mine[m:m_lo], start, *mine[m_lo:m_hi], separator, *yours[y_lo:y_hi], end]
-        m = m_hi
-    return out + mine[m:], hunks[0].a_lo, len(out) - 1
+    pos = 0
+    hunks = get_hunks(ours, theirs)
+    for o_lo, o_hi, t_lo, t_hi in hunks:
+        out += [*ours[pos:o_lo], start, *ours[o_lo:o_hi], separator, *theirs[t_lo:t_hi], end]
+        pos = o_hi
+    return out + ours[pos:], hunks[0].a_lo, len(out) - 1
 
 
 # ------------------------------------------------------------------- the trace
-
-# While trace() runs, the notes the merge's steps make (else None: nothing is kept).  A
-# context variable, so that merges in other threads or tasks are not noted meanwhile.
-_notes: ContextVar[Optional[List[tuple]]] = ContextVar("diff3 notes", default=None)
-
-
-def _note(*what) -> None:
-    """Keep what a step computed, if trace() runs."""
-    notes = _notes.get()
-    if notes is not None:
-        notes.append(what)
-
 
 def _check_ties(tied: Tuple[bool, bool], forward: List[_Group], backward: List[_Group]) -> None:
     """Where no diff broke a tie (`tied`: ours', theirs'), the reversed reading is made only
@@ -1036,52 +1090,45 @@ def _check_ties(tied: Tuple[bool, bool], forward: List[_Group], backward: List[_
 
 def _trace(base: str, ours: str, theirs: str, style: str,
            labels: Sequence[str]) -> Tuple[Tuple[Merge, List[Conflict]], Trace]:
-    """_diff3(...), and the trace of what it computed."""
-    notes: List[tuple] = []
-    token = _notes.set(notes)
-    try:
-        result = _diff3(base, ours, theirs, style, labels)
-    finally:
-        _notes.reset(token)
-    tied, readings, doubts, blocks = (False, False), [], [], []
-    for kind, *what in notes:
-        if kind == "tied":
-            tied = (what[0], what[1])
-        elif kind == "reading":  # the texts as they are, then reversed
-            readings.append(_traced_reading(bool(readings), *what))
-        elif kind == "doubts":
-            lines, forward, backward, spans = what
-            doubts = [TraceDoubt((lo + 1, hi), (lo or None, hi + 1 if hi < len(lines) else None),
-                                 *(_text(lines, [g for g in groups if lo <= g.lo and g.hi <= hi], lo, hi)
-                                   for groups in (forward, backward))) for lo, hi in spans]
-        else:
-            blocks = [_traced_group(g, 0, False) for g in what[0]]
-    return result, Trace(tied, readings, doubts, blocks)
+    """_diff3(...), and the trace of what it computed (its notes: none where it did not diff)."""
+    notes: dict = {}
+    result = _diff3(base, ours, theirs, style, labels, notes)
+    doubts = []
+    if "doubts" in notes:
+        lines, forward, backward, spans = notes["doubts"]
+        doubts = [TraceDoubt((lo + 1, hi), (lo or None, hi + 1 if hi < len(lines) else None),
+                             *(_text(lines, [g for g in groups if lo <= g.lo and g.hi <= hi], lo, hi)
+                               for groups in (forward, backward))) for lo, hi in spans]
+    return result, Trace(notes.get("tied", (False, False)),
+                         [_traced_reading(k == 1, *what) for k, what in enumerate(notes.get("readings", []))],
+                         doubts, [_traced_group(g, 0, False) for g in notes.get("blocks", [])])
 
 
-def _traced_reading(back: bool, base: List[str], ours: List[str], theirs: List[str],
+def _traced_reading(backward: bool, base: List[str], ours: List[str], theirs: List[str],
                     hunks: List[List[Hunk]], changes: List[_Change], groups: List[_Group]) -> TraceReading:
-    """A reading as `_reading` noted it, counted as the trace counts (turned back if `back`)."""
+    """A reading as `_reading` noted it, counted as the trace counts (turned back if `backward`)."""
     n = len(base)
-    order = reversed if back else iter
-    traced_hunks = tuple([(_from1(h.a_lo, h.a_hi, n, back), _from1(h.b_lo, h.b_hi, len(lines), back))
+    order = reversed if backward else iter
+    traced_hunks = tuple([(_from1(h.a_lo, h.a_hi, n, backward), _from1(h.b_lo, h.b_hi, len(lines), backward))
                           for h in order(side_hunks)] for lines, side_hunks in zip((ours, theirs), hunks))
-    traced_changes = sorted((TraceChange(SIDES[c.side], _from1(c.lo, c.hi, n, back), _from1(c.top, c.bottom, n, back),
-                                         c.copied, c.framed) for c in changes), key=lambda c: (c.span, c.side))
-    return TraceReading(back, traced_hunks, traced_changes, [_traced_group(g, n, back) for g in order(groups)])
+    traced_changes = sorted((TraceChange(SIDES[c.side], _from1(c.lo, c.hi, n, backward),
+                                         _from1(c.span_lo, c.span_hi, n, backward), c.copies, c.framed)
+                             for c in changes), key=lambda c: (c.span, c.side))
+    return TraceReading(backward, traced_hunks, traced_changes,
+                        [_traced_group(g, n, backward) for g in order(groups)])
 
 
-def _traced_group(g: _Group, n: int, back: bool) -> TraceGroup:
-    """A group (of base's `n` lines, reversed if `back`) as the trace shows it."""
-    step = -1 if back else 1
-    return TraceGroup(_from1(g.lo, g.hi, n, back), g.mine[::step], g.yours[::step],
-                      None if g.taken is None else g.taken[::step], g.why)
+def _traced_group(g: _Group, n: int, backward: bool) -> TraceGroup:
+    """A group (of base's `n` lines, reversed if `backward`) as the trace shows it."""
+    step = -1 if backward else 1
+    return TraceGroup(_from1(g.lo, g.hi, n, backward), g.ours[::step], g.theirs[::step],
+                      None if g.clean is None else g.clean[::step], g.why)
 
 
-def _from1(lo: int, hi: int, n: int, back: bool) -> Tuple[int, int]:
-    """Lines lo..hi-1 of a text of `n` lines (reversed, if `back`) as (first, last) of the
+def _from1(lo: int, hi: int, n: int, backward: bool) -> Tuple[int, int]:
+    """Lines lo..hi-1 of a text of `n` lines (reversed, if `backward`) as (first, last) of the
     text as it is, counted from 1."""
-    return (n - hi + 1, n - lo) if back else (lo + 1, hi)
+    return (n - hi + 1, n - lo) if backward else (lo + 1, hi)
 
 
 def _print_trace(t: Trace) -> None:
@@ -1102,8 +1149,9 @@ def _print_trace(t: Trace) -> None:
         for side, hunks in zip(SIDES, reading.hunks):
             say(f"  {side}' hunks: ", "; ".join(f"{lines(b)} became {lines(s, side + chr(39))}" for b, s in hunks))
         for c in reading.changes:
+            framed = ", framed: set at its one place after a blank line (step 1)" if c.framed else ""
             copies = f", with every copy of {c.copies!r} near it (step 2)" if c.copies else ""
-            say(f"  change of {c.side}: {lines(c.base)}, spanning {lines(c.span)}{copies}")
+            say(f"  change of {c.side}: {lines(c.base)}, spanning {lines(c.span)}{framed}{copies}")
         for g in reading.groups:
             say(f"  group: {lines(g.base)}: ours {g.ours}, theirs {g.theirs}: {writes(g.clean, g.why)}")
     for d in t.doubts:
@@ -1145,30 +1193,45 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         parser.error("a label (by default a file name) must not contain a line break")
     texts = []
     for path in paths:
-        try:
-            with open(path, "rb") as file:
-                texts.append(file.read().decode("utf-8"))
-        except (OSError, UnicodeDecodeError) as error:
-            why = f"not UTF-8 (byte {error.start})" if isinstance(error, UnicodeDecodeError) else error.strerror or error
-            print(f"mark-diff3: {path}: {why}", file=sys.stderr)
+        texts.append(_read(path))
+        if texts[-1] is None:
             return 2
     merging = (texts[1], texts[0], texts[2], "diff3" if args.diff3 else "merge", labels)
     ((merged, had_conflict), conflicts), traced = _trace(*merging) if args.trace else (_diff3(*merging), None)
-    try:
-        if args.output is None:
-            sys.stdout.buffer.write(merged.encode("utf-8"))
-            sys.stdout.flush()
-        else:
-            with open(args.output, "wb") as file:
-                file.write(merged.encode("utf-8"))
-    except OSError as error:  # (a closed pipe too: exit 1 would read as "conflicts")
-        print(f"mark-diff3: {args.output or 'stdout'}: {error.strerror or error}", file=sys.stderr)
+    if not _write(merged, args.output):
         return 2
     if traced is not None:
         _print_trace(traced)
     for conflict in conflicts if args.explain else ():
         print(f"mark-diff3: lines {conflict.start}-{conflict.end}: {conflict.why}", file=sys.stderr)
     return 1 if had_conflict else 0
+
+
+def _read(path: str) -> Optional[str]:
+    """The UTF-8 text of the file at `path`; None, said in one line on stderr, if it cannot be read."""
+    try:
+        with open(path, "rb") as file:
+            return file.read().decode("utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        why = f"not UTF-8 (byte {error.start})" if isinstance(error, UnicodeDecodeError) else error.strerror or error
+        print(f"mark-diff3: {path}: {why}", file=sys.stderr)
+        return None
+
+
+def _write(text: str, path: Optional[str]) -> bool:
+    """Write `text` in UTF-8 to the file at `path`, or to stdout; False, said in one line on
+    stderr, if it cannot be written (a closed pipe too: exit 1 would read as "conflicts")."""
+    try:
+        if path is None:
+            sys.stdout.buffer.write(text.encode("utf-8"))
+            sys.stdout.flush()
+        else:
+            with open(path, "wb") as file:
+                file.write(text.encode("utf-8"))
+    except OSError as error:
+        print(f"mark-diff3: {path or 'stdout'}: {error.strerror or error}", file=sys.stderr)
+        return False
+    return True
 
 
 def _bad_argument(message: str) -> NoReturn:

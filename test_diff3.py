@@ -1031,6 +1031,14 @@ def patched(base, hunks, side):
     return out + base[pos:]
 
 
+def named(first_last):
+    """Base lines (first, last), from 1, in explain()'s words."""
+    first, last = first_last
+    if last < first:
+        return f"the place after base line {last}" if last else "the start of base"
+    return f"base line {first}" if first == last else f"base lines {first}-{last}"
+
+
 def check_trace(base, ours, theirs):
     """What trace() says of a merge agrees with the texts and with what diff3 and explain() give."""
     t = trace(base, ours, theirs)
@@ -1046,6 +1054,9 @@ def check_trace(base, ours, theirs):
         assert all(c.base[1] < c.base[0] for c in reading.changes if c.framed)  # an insertion
         assert all(c.span[0] <= c.base[0] and c.base[1] <= c.span[1] for c in reading.changes)
         assert all(g.clean in (None, g.ours, g.theirs) for g in reading.groups)  # step 3: one side's text
+        for g in reading.groups:  # a reason names its group's base lines, counted as the texts are (reversed too)
+            assert not g.why or g.why.endswith("(rule step 4)") or "removed every line" in g.why \
+                or re.search(re.escape(named(g.base)) + "[ ,]", g.why), (g, reading.reversed)
     for d in t.doubts:  # step 5: clean where both readings write alike, else one conflict
         alike = d.forward is not None and d.forward == d.reversed
         step5 = [g for g in t.blocks if g.base[0] <= d.base[0] and d.base[1] <= g.base[1] and "(rule step 5)" in g.why]
@@ -1076,6 +1087,13 @@ def test_trace_of_each_reproduction():
         trace("a\n", None, "b\n")
 
 
+def test_a_reversed_readings_reasons_count_the_lines_as_they_are():
+    # Theirs moves "b" up (a tie: rule step 5 reads the texts reversed too); both sides change "d".
+    t = trace("a\nb\nc\nd\ne\n", "a\nc\nX\ne\n", "b\na\nc\nY\ne\n")
+    assert [[(g.base, g.why) for g in reading.groups if g.clean is None] for reading in t.readings] == \
+        [[((4, 4), "both sides changed base line 4 (rule step 3)")]] * 2
+
+
 def test_cli_trace_on_stderr_leaves_the_merge_and_exit_code(files, capsysbinary):
     for base, ours, theirs in [("a\nb\nc\n", "a\nc\n", "b\na\nc\n"), CASES_BY_NAME["different change"][1:4],
                                NEEDED[2][1:4], EXPLAINED[-1][1:4]]:
@@ -1100,3 +1118,8 @@ def test_cli_trace_on_stderr_leaves_the_merge_and_exit_code(files, capsysbinary)
            "reversed clean, writes ['b\\n', 'a\\n']\nblock: base lines 1-2: a conflict: base lines 1-2 hold " in err
     assert err.endswith("\nmark-diff3: lines 1-4: base lines 1-2 hold look-alike lines the diff can pair two ways, "
                         "and the two ways merge differently (rule step 5)\n")
+    # A new section after a list, its last line blank, set after base's blank line: a framed change.
+    p = files(ours="* a\n* b\n* new\n\n## Next\n", base="* a\n* b\n\n## Next\n", theirs="* a\n* b\n\n## Mid\n\n## Next\n")
+    assert main([p["ours"], p["base"], p["theirs"], "--trace"]) == 0
+    assert "\n  change of theirs: the place after base line 3, spanning base line 3, framed: set at its one place " \
+           "after a blank line (step 1)\n" in capsysbinary.readouterr().err.decode()
