@@ -276,6 +276,8 @@ def bench_diff3(args) -> None:
     for size, name in ((1 << 20, "1 MiB"), (10 << 20, "10 MiB")):  # adversarial: x1M against git's
         cases += [few_distinct(size, name), random_ticks(size, name), added_everywhere(size, name)]
     cases += [random_ticks(64 << 10, "64 KiB"), random_ticks(256 << 10, "256 KiB", both=True), long_checklist("16 KiB")]
+    if args.only:  # (x1M needs the class's 1 MiB row in the same run)
+        cases = [case for case in cases if any(text in case[0] for text in args.only)]
     try:
         import merge3  # noqa: F401 (a dev tool: the column is "-" without it)
         with_merge3 = True
@@ -668,6 +670,8 @@ def main() -> None:
     sub = parser.add_subparsers(dest="command", required=True)
     d = sub.add_parser("diff3", help="diff3() against git merge-file")
     d.add_argument("--rounds", type=int, default=5, help="rounds of 3 timed runs of each")
+    d.add_argument("--only", action="append", default=[], metavar="TEXT",
+                   help="only the scenarios whose name contains TEXT (repeatable)")
     d.set_defaults(run=bench_diff3)
     s = sub.add_parser("shapes", help="diff3 and git on generated cases with a known intended merge")
     s.add_argument("--cases", type=int, default=1000, help="cases per shape")

@@ -564,10 +564,11 @@ def _between(a: Sequence, b: Sequence, pairs: List[Tuple[int, int]]) -> List[Tup
 
 def _unique_pairs(a: Sequence, b: Sequence, a_lo: int, a_hi: int, b_lo: int, b_hi: int) -> List[Tuple[int, int]]:
     """The pairs (i, j) of lines found once in a[a_lo:a_hi] and once in b[b_lo:b_hi], by i."""
-    count_a, count_b = Counter(a[a_lo:a_hi]), Counter(b[b_lo:b_hi])
+    a_part, b_part = a[a_lo:a_hi], b[b_lo:b_hi]
+    count_a, count_b = Counter(a_part), Counter(b_part)
     once = {line for line, n in count_a.items() if n == 1 and count_b.get(line) == 1}
-    at_b = {line: j for j, line in enumerate(b[b_lo:b_hi], b_lo) if line in once}
-    return [(i, at_b[line]) for i, line in enumerate(a[a_lo:a_hi], a_lo) if line in once]
+    at_b = dict(zip(b_part, range(b_lo, b_hi)))  # each line's last place in b (a line once there: its place)
+    return [(i, at_b[line]) for i, line in enumerate(a_part, a_lo) if line in once]
 
 
 def _longest_ascending(pairs: List[Tuple[int, int]]) -> List[Tuple[int, int]]:
@@ -656,7 +657,7 @@ def _slide(a: Sequence, b: Sequence, hunks: List[Hunk]) -> List[Hunk]:
         elif h.b_lo == h.b_hi:
             while h.a_hi + down < after.a_lo - 1 and a[h.a_hi + down] == a[h.a_lo + down]:
                 down += 1
-        out.append(Hunk(h.a_lo + down, h.a_hi + down, h.b_lo + down, h.b_hi + down))
+        out.append(Hunk(h.a_lo + down, h.a_hi + down, h.b_lo + down, h.b_hi + down) if down else h)
     return out
 
 
