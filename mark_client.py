@@ -22,10 +22,8 @@ with "/", metadata that is not a mapping with str keys and values, or that
 holds a key this client writes itself, a verb not of upper-case ASCII
 letters, ....  The token travels as `auth` metadata in the body, never in
 a URL, a repr or an error; plain http:// gets it for loopback hosts only
-and never through a proxy (whether given as `proxies`, a session's own, or
-the environment's when a session passed in trusts it: checked when the
-client is made, ValueError naming the proxy), unless
-`allow_insecure_http=True`.  Exceptions to "one request per call":
+and through no proxy, unless `allow_insecure_http=True` (`MarkClient`
+says how it is checked).  Exceptions to "one request per call":
 `fetch(path)` also reads the version the answer names (`fetch` says why),
 a write whose outcome is unknown is looked up (the table's "look"), and
 resends, as the table says.
@@ -246,22 +244,15 @@ class MarkResponse(NamedTuple):
 
 
 class MarkError(Exception):
-    """What went wrong, as a script branches on it.
+    """What went wrong, as a script branches on it; the module docstring lists where each is raised.
 
-    `status` is a Mark error status the server answered ("not-found",
-    "not-permitted", ...: `from_response` makes these, for mark_publish and
-    mark_sections; this client returns them), or: "transport" (no usable
-    answer came back, or one the request rules out: see the module
-    docstring's table; or `MarkResponse.number` found no number; or
-    `fetch(path)` read the document's version empty),
-    "refused" (the server kept refusing the request without handling it:
-    try again later), "overwritten" (raised by mark_publish: a version the
-    server overwrote could not be restored; `metadata["lost-version"]`
-    names it).
-    `may_have_landed`: a copy of a write went out and whether it was
-    stored is unknown (for "overwritten": it was), whatever the status
-    ("refused" included, once an earlier copy went out): fetch before
-    retrying.  The module docstring lists where each is raised.
+    `status`: a Mark error status the server answered ("not-found", ...: made by `from_response`,
+    for mark_publish and mark_sections; this client returns these instead), "transport" (no
+    usable answer, or one the request rules out), "refused" (the server kept refusing the request
+    unhandled: try again later) or "overwritten" (mark_publish: another writer's version it could
+    not put back, `metadata["lost-version"]`).  `may_have_landed`: a copy of a write went out and
+    whether it was stored is unknown (for "overwritten": it was), whatever the status: fetch
+    before retrying.
     """
 
     def __init__(self, status: str, message: str, metadata: Optional[Dict[str, str]] = None,
@@ -354,10 +345,8 @@ class MarkClient:
             self._link.close()
 
     def fetch(self, path: str, version: Optional[int] = None) -> MarkResponse:
-        """FETCH the current document, or `version` of it, cached (versions never change) unless empty: the
-        first read answered as it came, a cached one without `current-version`; a version this client
-        PUBLISHed with `expected_version`, answered `ok` or `created`, is known without a FETCH,
-        with the caller's metadata and `version` only (the module docstring's kinds of answer).
+        """FETCH the current document, or `version` of it: cached, as the module docstring's kinds
+        of answer say (a version never changes; an empty body may be a torn read, never kept).
 
         `path` is read as given: a "#" in it is part of the name (mark_sections's
         `fetch_section` reads one section).
@@ -393,11 +382,9 @@ class MarkClient:
                 metadata: Optional[Dict[str, str]] = None) -> MarkResponse:
         """PUBLISH `body`; `expected_version` guards against overwriting newer writes.
 
-        With `expected_version` E, an answer that is lost (or `server-error`,
-        which the real server can answer after storing, or `conflict` to a
-        resend) is looked up: the module docstring's table says what each
-        failure comes to, and its kinds of answer what a look-up makes up.
-        An `ok` or `created` answer to it is kept: the cached own PUBLISH.
+        With `expected_version`, an unknown outcome is looked up (the module
+        docstring's table), and an `ok` or `created` answer is kept: the
+        cached own PUBLISH.
         """
         if expected_version is not None:
             check_int("expected_version", expected_version, minimum=0)
@@ -410,11 +397,8 @@ class MarkClient:
 
     def append(self, path: str, text: str, expected_version: int,
                metadata: Optional[Dict[str, str]] = None) -> MarkResponse:
-        """APPEND `text` after the current version, which must be `expected_version`.
-
-        An unknown outcome is looked up as a publish's is: a version after
-        `expected_version` that is the one before it with `text` appended.
-        """
+        """APPEND `text` after the current version, which must be `expected_version`; an unknown
+        outcome is looked up as a publish's is (a version that is the one before it with `text` appended)."""
         check_str("text", text)
         check_int("expected_version", expected_version, minimum=1)
         return self._send("APPEND", path, metadata, text, expected_version)
@@ -528,9 +512,9 @@ class MarkClient:
         """Whether `version` is what the write makes: every key of `metadata` is in it with the value
         sent (a key it lacks is no match), and its body is `body` (PUBLISH) or, for APPEND, version
         - 1's body with `body` appended.  FETCHes the version, and for APPEND the one before
-        (each by number, so only when not cached); MarkError when one of them is not answered
-        `ok` or `not-found`, or the version `ok` and empty for a write that is not (a torn read,
-        maybe of this very write: the module docstring's cache), so that it cannot tell."""
+        (each by number, so only when not cached); MarkError, so that it cannot tell, as the
+        module docstring's "look" lists: the version answered neither `ok` nor `not-found`, or
+        `ok` and empty for a write that is not; the one before answered other than `ok`."""
         held = self.fetch(path, version=version)
         if held.status not in ("ok", "not-found") or (held.status == "ok" and not held.body and body):
             raise MarkError("transport", f"FETCH {path}/v{version} answered {held.status}"

@@ -574,7 +574,8 @@ def _repair(client: MarkClient, path: str, edit: Callable[[str], Tuple[str, bool
     publishes L's exact body again, and the merge loop goes on with `edit`
     on `budget` from there.  Otherwise MarkError("overwritten") names L (a
     person must decide: the newest meets a version built on ours since; or
-    the repair's time or PUBLISHes ran out), or `_undo` raises it.
+    the repair's time or PUBLISHes ran out), or `_undo` or `_read_lost`
+    raises it.
     """
     lost, repair = current - 1, budget.repair
     base = _read(client, path, sent.against, budget.until, may_be_gone=True)
