@@ -97,15 +97,13 @@ through `request`.  Each exchange comes back as one row of this table, and
   it answered other than `ok` (its body is believed as read).  Then
   `_CANNOT_TELL` turns "answer" into "landed?"; other actions stand.
 - look if resent: a look-up only once an earlier copy of the write went
-  out.  A correct server answers such a resend `conflict` when the first
-  copy landed (E is no longer its newest version); the real server can
-  also store it, as a stale write (below); either way the look-up finds
-  the first version that holds the write.  A first copy's `conflict` is
-  returned as it came: that is the usual lost race, and a look-up would
-  cost a VERSIONS and FETCHes on each.  The real server can answer
-  `conflict` to a first copy it stored anyway, over another writer's
-  version (its stale write: the conflict names the version it stored);
-  only a caller that reads that version finds it: mark_publish does.
+  out, which may be what the resend conflicts with (the first copy landed,
+  and the look-up finds it first, even where the real server stored the
+  resend too, as a stale write: below).  A first copy's `conflict` is
+  returned as it came: it is the usual lost race, and a look-up would cost
+  a VERSIONS and FETCHes each time; where the real server stored that copy
+  anyway (its stale write), the conflict names the version holding it,
+  which mark_publish reads.
 - error: MarkError("transport").
 - landed?: MarkError("transport") with `may_have_landed` True: the write
   went out and whether it was stored is unknown; fetch before retrying.
@@ -584,10 +582,8 @@ class MarkClient:
 # ---------------------------------------------------------- the table, and reading answers
 
 class _Action(NamedTuple):
-    """A cell of the module docstring's table: `look`, whether `_send` first looks the write up
-    ("look"; "look if resent": once an earlier copy of it went out; "": never), and `then`, what it
-    does when there was no look-up or the look-up found nothing: "answer", "again", "error" or
-    "landed?" (a look-up that cannot tell changes it: _CANNOT_TELL)."""
+    """A cell of the module docstring's table: `look` ("look", "look if resent", or "": none), then
+    `then` when no look-up found the write: "answer", "again", "error" or "landed?"."""
 
     look: str
     then: str

@@ -147,14 +147,11 @@ server's answer to a stale write names the version it stored, so each
 is found; one stored at a version no answer names (a server that names
 another) is not.
 
-The PUBLISHes of a call are counted in one `_Budget`, made before its
-first PUBLISH: 1 + `max_retries` for the caller's edit in `mark_publish`
-(a request the server refused unhandled and the client sent again is the
-same PUBLISH), and REPAIR_PUBLISHES in its `repair` for putting back
-versions a stale write dropped.  What the call publishes is the caller's
-body, a clean diff3 merge, or an earlier version's exact body: never a
-conflict marker the caller did not send, because a merge with markers is
-never published (the budget bounds how many, not what).
+`_Budget` bounds how many PUBLISHes a call sends (a request the server
+refused unhandled and the client sent again is the same PUBLISH), not
+what: that is the caller's body, a clean diff3 merge, or an earlier
+version's exact body, never a conflict marker the caller did not send,
+because a merge with markers is never published.
 
 Every MarkError a call raises, (status, may_have_landed), and where:
 
