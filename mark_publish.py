@@ -162,7 +162,8 @@ Every MarkError a call raises, (status, may_have_landed), and where:
   neither ok, created nor conflict (`not-permitted`, `server-error`, ...).
 - `_read`: the last failure's (an empty body: "transport"), False, after
   READS reads of a body the call needs (E, the C a merge round reads); E
-  answered `not-found` is `reason: base-unavailable` instead.
+  answered `not-found` is `reason: base-unavailable` instead.  True when
+  E is unread after a stale write of ours: `_merge` undoes it first.
 - `_our_write`: (the failure's status, True), with
   `metadata["unread-version"] = str(C)`: C, which may be ours, unread.
 - `_current_version` and `mark_append`: (the answer's status, False),
@@ -483,13 +484,21 @@ def _merge(client: MarkClient, path: str, sent: _Sent, current: int, budget: _Bu
     """The merge loop of `sent` onto version C = `current` and on, for "merge" and `merge_and_publish`.
 
     Whether C is our write is asked before the base (E) is read, so that a
-    stale write is put back (undone) even when E is gone; with E there, the
-    loop's first round finds it again and repairs it.
+    stale write is put back (undone) even when E is gone or unread (then
+    E's error is raised, `may_have_landed` True); with E there, the loop's
+    first round finds it again and repairs it.
     """
     write = _our_write(client, path, sent, current, budget.until)
     if write == "landed":
         return PublishResult("ok", version=current, merged=False)
-    base = _read(client, path, sent.against, budget.until, may_be_gone=True)
+    try:
+        base = _read(client, path, sent.against, budget.until, may_be_gone=True)
+    except MarkError as error:
+        if write != "stale":
+            raise
+        _undo(client, path, current - 1, current, budget.repair, metadata)  # L back first: it needs no base
+        raise MarkError(error.status, f"{error.message}; this call's write, stored over version {current - 1}, "
+                                      "was undone", error.metadata, may_have_landed=True) from error
     if base is None:
         repaired = None
         if write == "stale":  # without the base nothing can be merged: only the undo puts L back

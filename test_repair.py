@@ -611,6 +611,18 @@ def test_a_lost_version_empty_at_every_read_is_not_put_back_as_empty(fake, clien
     assert server.versions == [BASE, THEIRS, OURS] and server.publishes() == ["/p"]  # no "" published over v3
 
 
+@pytest.mark.parametrize("failure", ["server-error", "empty"])
+def test_a_base_unread_after_a_stale_write_raises_once_the_write_is_undone(fake, client, failure):
+    # The error said may_have_landed False, and their v2 stayed overwritten by ours.
+    server = fake(BASE)
+    server.race = [lands(THEIRS)]  # ours is stored as v3 over their v2
+    server.failing = {"/p/v1": [failure] * mp.READS}
+    with pytest.raises(MarkError, match="/p/v1.*this call's write, stored over version 2, was undone") as caught:
+        mark_publish(client, "/p", OURS, 1, on_conflict="merge")
+    assert caught.value.may_have_landed is True
+    assert server.versions == [BASE, THEIRS, OURS, THEIRS]  # their v2 is back
+
+
 def test_an_empty_body_of_ours_is_found_in_a_version_empty_at_every_read(fake, client):
     # The one empty read that decides: an empty body is what an empty write of ours looks like.
     server = fake(BASE)
