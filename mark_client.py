@@ -142,10 +142,10 @@ that the write IS stored, as the version the answer names:
   none: a cached own PUBLISH) and `looked-up: true`; or, stored later than
   E + 1, `conflict` with `server-version` (the version holding the write,
   not always the newest), `your-version` (E) and `looked-up: true`.  That
-  `conflict` is not a refusal: the write is in the document, over the
-  versions between E and it (an APPEND onto them, a PUBLISH over them:
-  the real server's stale write, which mark_publish puts right); write it
-  again and it is there twice.
+  `conflict` is not a refusal: the write is stored, as that version, after
+  the versions between E and it (an APPEND onto them; a PUBLISH over them,
+  the real server's stale write, which mark_publish puts right); sent
+  again, it may be stored twice.
 
 Every MarkError (status, may_have_landed), where it is raised:
 
