@@ -22,10 +22,8 @@ with "/", metadata that is not a mapping with str keys and values, or that
 holds a key this client writes itself, a verb not of upper-case ASCII
 letters, ....  The token travels as `auth` metadata in the body, never in
 a URL, a repr or an error; plain http:// gets it for loopback hosts only
-and never through a proxy (whether given as `proxies`, a session's own, or
-the environment's when a session passed in trusts it: checked when the
-client is made, ValueError naming the proxy), unless
-`allow_insecure_http=True`.  Exceptions to "one request per call":
+and through no proxy, unless `allow_insecure_http=True` (`MarkClient`
+says how it is checked).  Exceptions to "one request per call":
 `fetch(path)` also reads the version the answer names (`fetch` says why),
 a write whose outcome is unknown is looked up (the table's "look"), and
 resends, as the table says.
@@ -42,13 +40,15 @@ while it arrives), not compressed, as long as its Content-Length says
 `timeout` (seconds) is the deadline of one request, set before its first
 send: its connect, every read of its answer (status line and headers
 included, so a server that drips its answer is cut off: see the deadline's
-section at the end of this file) and its resends all fit in it; sending is
-bounded per write to the socket, not in all.  A look-up's time counts
-against it, though its own requests (a VERSIONS and up to _LOOK_AHEAD
-FETCHes; an APPEND's, one more: the version before the first) each have a
-deadline of their own and may end past it.  Nor is it a limit for a whole
-call: `fetch(path)` sends up to two requests (the second reads a version
-by number, which the cache may answer).  No thread is started for it.
+section at the end of this file) and the pauses before its resends fit in
+it (a resend goes only if its pause ends before it); sending is bounded
+per write to the socket, not in all.  A look-up runs inside it but each of
+its requests (a VERSIONS and up to _LOOK_AHEAD FETCHes; an APPEND's, one
+more: the version before the first) has a deadline of its own, `timeout`
+from its start, so a request that looks up can end past its deadline (and
+then sends nothing more).  Nor is it a limit for a whole call:
+`fetch(path)` sends up to two requests (the second reads a version by
+number, which the cache may answer).  No thread is started for it.
 
 What a request can meet, and what the client does.  A read is FETCH, LIST
 or VERSIONS; a write with E is `publish(..., expected_version=E)` or
@@ -74,7 +74,7 @@ through `request`.  Each exchange comes back as one row of this table, and
       length and no content-hash
     server-error: a Mark answer           answer   look, else answer            answer
     conflict: a Mark answer               answer   look if resent, else answer  answer
-    wrong version: `created` as a         -        landed? (no look-up)         -
+    wrong version: `created` as a         -        landed?                      -
       version but E + 1, `ok` as neither
       E nor E + 1
     answer: any other Mark answer         answer   answer                       answer
@@ -84,39 +84,46 @@ through `request`.  Each exchange comes back as one row of this table, and
   over QUIC on a new connection, at most REFUSED_TRIES sends in all.  After
   the last, or at once when the pause would end past the deadline (a slow
   look-up can leave no time): MarkError("refused") for a refusal,
-  MarkError("transport") for a closed connection.  A write with E sent
-  again cannot land twice: its `expected-version` makes a second copy a
-  conflict.
-- look: `_look_up` reads VERSIONS and the versions after E (at most
-  _LOOK_AHEAD), and takes the first that holds the write (`_holds_write`:
-  its body, and every key of the caller's metadata with the same value)
-  as the server's answer: a made-up `created` when it is version E + 1,
-  `conflict` when later, over versions in between (the real server's
-  stale write, which it answers so).  "else X": X when no version holds
-  it.  A look-up whose own requests fail (an error, an answer neither
-  `ok` nor, for a version, `not-found`, or a version `ok` and empty for a
-  write that is not: a torn read) cannot tell: then "answer" is
-  "landed?" instead, and the other actions stand.  "look if resent": only
-  once an earlier copy of the write went out: its resend is then answered
-  `conflict` when the first copy landed, and the look-up finds it.
+  MarkError("transport") for a closed connection.
+- look: `_look_up` reads VERSIONS and the versions after E up to the
+  current one (at most _LOOK_AHEAD), and takes the first that holds the
+  write (`_holds_write`: its body, and every key of the caller's metadata
+  with the same value) as the server's answer: a made-up `created` or
+  `conflict` (the kinds of answer, below).  "look, else X": X when none
+  holds it.  A look-up cannot tell when its own requests fail: VERSIONS
+  answered other than `ok`; a version answered neither `ok` nor
+  `not-found`, or `ok` and empty for a write that is not (a torn read,
+  maybe of this very write: the cache, below); an APPEND's version before
+  it answered other than `ok` (its body is believed as read).  Then
+  `_CANNOT_TELL` turns "answer" into "landed?"; other actions stand.
+- look if resent: a look-up only once an earlier copy of the write went
+  out, which may be what the resend conflicts with (the first copy landed,
+  and the look-up finds it first, even where the real server stored the
+  resend too, as a stale write: below).  A first copy's `conflict` is
+  returned as it came: it is the usual lost race, and a look-up would cost
+  a VERSIONS and FETCHes each time; where the real server stored that copy
+  anyway (its stale write), the conflict names the version holding it,
+  which mark_publish reads.
 - error: MarkError("transport").
 - landed?: MarkError("transport") with `may_have_landed` True: the write
   went out and whether it was stored is unknown; fetch before retrying.
-  (The wrong-version row: the server says it stored the write, but as a
-  version the request rules out; the error's `metadata` is the server's.)
+  The wrong-version row is never looked up: the server says it stored the
+  write, but as a version the request rules out; the error's `metadata`
+  is the server's.
 - answer: the Mark answer, returned as it came.
 
 Once a copy of a write went out (any row but unsent and refused), every
 MarkError that ends the call has `may_have_landed` True, whatever its row
-and status, and its message says whether an earlier copy went out; a read
-never sets it.  test_failures.py plays each cell over HTTP, named by the
-row (test_each_cell_of_the_table[ROW/failure-column-...]).  Over QUIC
-(mark_quic.py) a failed handshake is unsent, an empty answer is refused,
-and a connection that closes mid-answer is lost, except that a read is
-first sent once more on a new connection: a QUIC exchange is never
-closed.
+and status, and its message says whether an earlier copy went out and what
+each look-up found; a read never sets it.  test_failures.py plays each
+cell over HTTP (`_ACTIONS` names the tests).  Over QUIC (mark_quic.py) a
+failed handshake is unsent, an empty answer is refused, and a connection
+that closes mid-answer is lost, except that a read is first sent once more
+on a new connection: a QUIC exchange is never closed.
 
-Every kind of answer this client returns, as MarkResponse(status, metadata, body):
+Every kind of answer this client returns, as MarkResponse(status, metadata,
+body).  `looked-up: true` is on a look-up's made-up answer only, and says
+that the write IS stored, as the version the answer names:
 
 - as it came: the server's status, every key of its metadata but
   `status`, its body (every method; `request` returns nothing else).
@@ -131,9 +138,14 @@ Every kind of answer this client returns, as MarkResponse(status, metadata, body
   its version's: `ok`, the first answer's metadata without `etag` and with
   the numbered body's `content-hash`, the numbered body.
 - a look-up's made-up answer, body "": `created` with `version` (E + 1),
-  `modified` (that version's) and `looked-up: true`; or `conflict` with
-  `server-version` (the version holding the write, not always the
-  newest), `your-version` (E) and `looked-up: true`.
+  `modified` (that version's, "" when the answer the client holds has
+  none: a cached own PUBLISH) and `looked-up: true`; or, stored later than
+  E + 1, `conflict` with `server-version` (the version holding the write,
+  not always the newest), `your-version` (E) and `looked-up: true`.  That
+  `conflict` is not a refusal: the write is stored, as that version, after
+  the versions between E and it (an APPEND onto them; a PUBLISH over them,
+  the real server's stale write, which mark_publish puts right); sent
+  again, it may be stored twice.
 
 Every MarkError (status, may_have_landed), where it is raised:
 
@@ -230,22 +242,15 @@ class MarkResponse(NamedTuple):
 
 
 class MarkError(Exception):
-    """What went wrong, as a script branches on it.
+    """What went wrong, as a script branches on it; the module docstring lists where each is raised.
 
-    `status` is a Mark error status the server answered ("not-found",
-    "not-permitted", ...: `from_response` makes these, for mark_publish and
-    mark_sections; this client returns them), or: "transport" (no usable
-    answer came back, or one the request rules out: see the module
-    docstring's table; or `MarkResponse.number` found no number; or
-    `fetch(path)` read the document's version empty),
-    "refused" (the server kept refusing the request without handling it:
-    try again later), "overwritten" (raised by mark_publish: a version the
-    server overwrote could not be restored; `metadata["lost-version"]`
-    names it).
-    `may_have_landed`: a copy of a write went out and whether it was
-    stored is unknown (for "overwritten": it was), whatever the status
-    ("refused" included, once an earlier copy went out): fetch before
-    retrying.  The module docstring lists where each is raised.
+    `status`: a Mark error status the server answered ("not-found", ...: made by `from_response`,
+    for mark_publish and mark_sections; this client returns these instead), "transport" (no
+    usable answer, or one the request rules out), "refused" (the server kept refusing the request
+    unhandled: try again later) or "overwritten" (mark_publish: another writer's version it could
+    not put back, `metadata["lost-version"]`).  `may_have_landed`: a copy of a write went out and
+    whether it was stored is unknown (for "overwritten": it was), whatever the status: fetch
+    before retrying.
     """
 
     def __init__(self, status: str, message: str, metadata: Optional[Dict[str, str]] = None,
@@ -338,10 +343,8 @@ class MarkClient:
             self._link.close()
 
     def fetch(self, path: str, version: Optional[int] = None) -> MarkResponse:
-        """FETCH the current document, or `version` of it, cached (versions never change) unless empty: the
-        first read answered as it came, a cached one without `current-version`; a version this client
-        PUBLISHed with `expected_version`, answered `ok` or `created`, is known without a FETCH,
-        with the caller's metadata and `version` only (the module docstring's kinds of answer).
+        """FETCH the current document, or `version` of it: cached, as the module docstring's kinds
+        of answer say (a version never changes; an empty body may be a torn read, never kept).
 
         `path` is read as given: a "#" in it is part of the name (mark_sections's
         `fetch_section` reads one section).
@@ -377,11 +380,9 @@ class MarkClient:
                 metadata: Optional[Dict[str, str]] = None) -> MarkResponse:
         """PUBLISH `body`; `expected_version` guards against overwriting newer writes.
 
-        With `expected_version` E, an answer that is lost (or `server-error`,
-        which the real server can answer after storing, or `conflict` to a
-        resend) is looked up: the module docstring's table says what each
-        failure comes to, and its kinds of answer what a look-up makes up.
-        An `ok` or `created` answer to it is kept: the cached own PUBLISH.
+        With `expected_version`, an unknown outcome is looked up (the module
+        docstring's table), and an `ok` or `created` answer is kept: the
+        cached own PUBLISH.
         """
         if expected_version is not None:
             check_int("expected_version", expected_version, minimum=0)
@@ -394,11 +395,8 @@ class MarkClient:
 
     def append(self, path: str, text: str, expected_version: int,
                metadata: Optional[Dict[str, str]] = None) -> MarkResponse:
-        """APPEND `text` after the current version, which must be `expected_version`.
-
-        An unknown outcome is looked up as a publish's is: a version after
-        `expected_version` that is the one before it with `text` appended.
-        """
+        """APPEND `text` after the current version, which must be `expected_version`; an unknown
+        outcome is looked up as a publish's is (a version that is the one before it with `text` appended)."""
         check_str("text", text)
         check_int("expected_version", expected_version, minimum=1)
         return self._send("APPEND", path, metadata, text, expected_version)
@@ -443,20 +441,22 @@ class MarkClient:
 
         Each exchange comes back as its row of the table (`_row`); `_ACTIONS` gives
         the cell's action, done here and in `_look`.  `went_out`: a copy of this
-        write may have reached the server, so whatever ends the call says so.
+        write may have reached the server, so whatever ends the call says so;
+        `notes`: what each look-up found, for the error that ends it.
         """
         column = "read" if verb in _READS else "write without E" if expected_version is None else "write with E"
         payload, url = self._message(verb, path, metadata, body, expected_version)
         doing, deadline = f"{verb} {url}", time.monotonic() + self.timeout
-        tries, went_out = 0, False
+        tries, went_out, notes = 0, False, ""
         while True:
             tries += 1
             got = _row(self._exchange(verb, url, payload, doing, deadline), expected_version, doing)
             earlier, went_out = went_out, went_out or (column != "read" and got.kind not in ("unsent", "refused"))
-            found, then, looked = self._look(_ACTIONS[got.kind, column], earlier, verb, path, body, expected_version,
-                                             metadata)
+            found, then, note = self._look(_ACTIONS[got.kind, column], earlier, verb, path, body, expected_version,
+                                           metadata)
             if found is not None:
                 return found
+            notes += note if note not in notes else ""
             if then == "answer":
                 return got.response
             pause = got.retry_after if got.retry_after is not None else _backoff(tries)
@@ -465,22 +465,23 @@ class MarkClient:
                 time.sleep(pause)
                 continue
             stop = f" (no time left for another within {self.timeout:g} s)" if again else ""
-            raise _given_up(got, doing, tries, stop + looked, path, landed=then == "landed?" or went_out,
+            raise _given_up(got, doing, tries, stop + notes, path, landed=then == "landed?" or went_out,
                             earlier=earlier)
 
-    def _look(self, action: str, resent: bool, verb: str, path: str, body: str, expected_version: Optional[int],
-              metadata: Optional[Dict[str, str]]) -> Tuple[Optional[MarkResponse], str, str]:
-        """A cell's `action` up to its look-up: (what `_look_up` found, the action left when it
-        found nothing, what the look-up adds to an error's message).  `resent`: an earlier
-        copy of the write went out.  A look-up that cannot tell leaves no "answer": "landed?"."""
-        look, _, then = action.rpartition(", else ")
-        if look != "look" and not (look == "look if resent" and resent):
-            return None, then, ""
+    def _look(self, action: _Action, resent: bool, verb: str, path: str, body: str,
+              expected_version: Optional[int], metadata: Optional[Dict[str, str]]
+              ) -> Tuple[Optional[MarkResponse], str, str]:
+        """A cell's `action` up to its look-up: (what `_look_up` found, what to do when it found
+        nothing, what the look-up adds to an error's message).  `resent`: an earlier copy of the
+        write went out."""
+        if not (action.look == "look" or (action.look == "look if resent" and resent)):
+            return None, action.then, ""
         try:
-            return self._look_up(verb, path, body, expected_version, metadata), then, "; a look-up did not find the write"
-        except MarkError as error:  # an answer now would hide a write that may have landed
-            return None, "landed?" if then == "answer" else then, \
-                f"; a look-up could not tell whether it landed ({error.message})"
+            return (self._look_up(verb, path, body, expected_version, metadata), action.then,
+                    "; a look-up did not find the write")
+        except MarkError as error:
+            return (None, _CANNOT_TELL.get(action.then, action.then),
+                    f"; a look-up could not tell whether it landed ({error.message})")
 
     def _look_up(self, verb: str, path: str, body: str, expected_version: int,
                  metadata: Optional[Dict[str, str]]) -> Optional[MarkResponse]:
@@ -496,7 +497,7 @@ class MarkClient:
         for version in range(expected_version + 1, last + 1):
             if not self._holds_write(verb, path, version, body, metadata):
                 continue
-            if version == expected_version + 1:  # `modified` from the version (cached: nothing sent)
+            if version == expected_version + 1:  # `modified` from the version: the cache's, unless it was empty
                 modified = self.fetch(path, version=version).metadata.get("modified", "")
                 return MarkResponse("created", {"version": str(version), "modified": modified,
                                                 "looked-up": "true"}, "")
@@ -509,9 +510,9 @@ class MarkClient:
         """Whether `version` is what the write makes: every key of `metadata` is in it with the value
         sent (a key it lacks is no match), and its body is `body` (PUBLISH) or, for APPEND, version
         - 1's body with `body` appended.  FETCHes the version, and for APPEND the one before
-        (each by number, so only when not cached); MarkError when one of them is not answered
-        `ok` or `not-found`, or the version `ok` and empty for a write that is not (a torn read,
-        maybe of this very write: the module docstring's cache), so that it cannot tell."""
+        (each by number, so only when not cached); MarkError, so that it cannot tell, as the
+        module docstring's "look" lists: the version answered neither `ok` nor `not-found`, or
+        `ok` and empty for a write that is not; the one before answered other than `ok`."""
         held = self.fetch(path, version=version)
         if held.status not in ("ok", "not-found") or (held.status == "ok" and not held.body and body):
             raise MarkError("transport", f"FETCH {path}/v{version} answered {held.status}"
@@ -580,43 +581,53 @@ class MarkClient:
 
 # ---------------------------------------------------------- the table, and reading answers
 
-# The module docstring's table, one line per cell: (row, column) -> the action `_send` takes.
-# "look, else X": answer what `_look_up` finds, else X; when it cannot tell, an "answer" is
-# "landed?" instead.  "look if resent": look only once an earlier copy of the write went out.
-# Each cell's test: test_failures.py's test_each_cell_of_the_table[ROW/*-COLUMN-*].
+class _Action(NamedTuple):
+    """A cell of the module docstring's table: `look` ("look", "look if resent", or "": none), then
+    `then` when no look-up found the write: "answer", "again", "error" or "landed?"."""
+
+    look: str
+    then: str
+
+
+# The module docstring's table, one line per cell: (row, column) -> the action `_send` takes.  Each
+# cell's tests: test_failures.py's test_each_cell_of_the_table[ROW/FAILURE-COLUMN-stored] (or
+# -not stored), one per failure the row holds; that file also checks this is the docstring's table.
 _ACTIONS = {
-    ("unsent", "read"): "error",
-    ("unsent", "write with E"): "error",
-    ("unsent", "write without E"): "error",
-    ("refused", "read"): "again",
-    ("refused", "write with E"): "again",
-    ("refused", "write without E"): "again",
-    ("closed", "read"): "again",
-    ("closed", "write with E"): "look, else again",
-    ("closed", "write without E"): "landed?",
-    ("lost", "read"): "error",
-    ("lost", "write with E"): "look, else landed?",
-    ("lost", "write without E"): "landed?",
-    ("server-error", "read"): "answer",
-    ("server-error", "write with E"): "look, else answer",
-    ("server-error", "write without E"): "answer",
-    ("conflict", "read"): "answer",
-    ("conflict", "write with E"): "look if resent, else answer",
-    ("conflict", "write without E"): "answer",
-    ("wrong version", "write with E"): "landed?",
-    ("answer", "read"): "answer",
-    ("answer", "write with E"): "answer",
-    ("answer", "write without E"): "answer",
+    ("unsent", "read"): _Action("", "error"),
+    ("unsent", "write with E"): _Action("", "error"),
+    ("unsent", "write without E"): _Action("", "error"),
+    ("refused", "read"): _Action("", "again"),
+    ("refused", "write with E"): _Action("", "again"),
+    ("refused", "write without E"): _Action("", "again"),
+    ("closed", "read"): _Action("", "again"),
+    ("closed", "write with E"): _Action("look", "again"),
+    ("closed", "write without E"): _Action("", "landed?"),
+    ("lost", "read"): _Action("", "error"),
+    ("lost", "write with E"): _Action("look", "landed?"),
+    ("lost", "write without E"): _Action("", "landed?"),
+    ("server-error", "read"): _Action("", "answer"),
+    ("server-error", "write with E"): _Action("look", "answer"),
+    ("server-error", "write without E"): _Action("", "answer"),
+    ("conflict", "read"): _Action("", "answer"),
+    ("conflict", "write with E"): _Action("look if resent", "answer"),
+    ("conflict", "write without E"): _Action("", "answer"),
+    ("wrong version", "write with E"): _Action("", "landed?"),
+    ("answer", "read"): _Action("", "answer"),
+    ("answer", "write with E"): _Action("", "answer"),
+    ("answer", "write without E"): _Action("", "answer"),
 }
+
+# A look-up that cannot tell (its own requests fail) turns "answer" into "landed?": the answer as it
+# came would hide a write that may have landed.  Every other action stands.
+_CANNOT_TELL = {"answer": "landed?"}
 
 
 class _Exchange(NamedTuple):
-    """What one exchange came to, a row of the module docstring's table: "answer"
-    (`response`: a Mark answer, `server-error` included), "refused" (`retry_after`:
-    the seconds the server asked for), "closed" (before any answer, or reset
-    before its headers were whole), "unsent" (could not connect) or "lost": every
-    row from "reset mid-body" to "not a Mark response", which share their cells;
-    `why` says it for an error."""
+    """What one exchange came to, as `kind` a row of the module docstring's table: `_exchange`
+    makes "answer" (`response`: any Mark answer), "refused" (`retry_after`: the seconds the
+    server asked for), "closed", "unsent" or "lost" (every failure the table's lost row
+    lists); `_row` then sorts an answer into "server-error", "conflict", "wrong version" or
+    "answer".  `why` says it for an error."""
 
     kind: str
     response: Optional[MarkResponse] = None

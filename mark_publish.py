@@ -38,10 +38,12 @@ the sides overlap; whether it has any); and `mark_client.py` (with
 
     client.publish(path, body, E, metadata)  PUBLISH at E.  Answers ok or created with `version`
                                              E + 1 (the client raises MarkError for any other
-                                             number), or conflict with `server-version`; a lost
-                                             answer is looked up by the client (FETCHes of its
-                                             own), and one it cannot find raises MarkError with
-                                             may_have_landed: never answered conflict here
+                                             number), or conflict with `server-version`.  A lost
+                                             answer is looked up by the client (requests of its
+                                             own): found, it is answered as the server would
+                                             have (created; or conflict naming a later version
+                                             that holds it, a stale write, which `_our_write`
+                                             then finds); else MarkError with may_have_landed
     client.fetch(path, version=N)            FETCH /vN, unless the client holds N: it read N by
                                              number before with a body (an empty one is never kept),
                                              or published N itself and was answered ok or created
@@ -62,18 +64,16 @@ names, or a merge round reads (`current`); L = C - 1, when C is a stale
 write of ours, the other writer's version it dropped (`lost`); the undo,
 L's exact body published again against C.  A PUBLISH loses to any
 writer that came in between with status `conflict`, naming C.  Whether C
-is the call's own write is asked first, in every mode, before anything
-needs the base (`_our_write`, the one place it is decided), and it
-answers one of: "landed" (C = E + 1 holds the body: the server stored it
-after all, and the call answers `ok`); "stale" (a later C holds it: the
-server stored it over L, and the call puts L back, as "Stale writes"
-below says, whether or not the base can still be read); not ours.  When
-C cannot be read (an error status, a transport failure), it is read again,
-READS reads in all within the call's time, and if it still cannot be,
+is the call's own write is asked first, before anything needs the base
+(`_our_write`, the one place it is decided): "landed" (C = E + 1 holds
+the body: the server stored it after all, and the call answers `ok`);
+"stale" (a later C holds it: the server stored it over L, and the call
+puts L back, as "Stale writes" below says, in every mode of
+`mark_publish`); or not ours.  When C cannot be read (`_read` says when
+a read fails, an empty body included, and how often it is read again),
 the call raises MarkError naming it (`metadata["unread-version"]`,
-`may_have_landed` True, the failure's status) rather than answer as if
-nothing of ours had landed.  An empty body is read again too: the real
-server answers a version it is still writing so.  Then, by `on_conflict`:
+`may_have_landed` True) rather than answer as if nothing of ours had
+landed.  Then, by `on_conflict`:
 
 - "fail" (the default): answers `conflict` (`your-version`, `current-version`).
 - "candidate": answers `merge-candidate`, diff3(base, ours, C) unpublished
@@ -126,29 +126,32 @@ Stale writes.  Stored as C over another writer's version L, the write
 dropped L's edits; the call puts back what a correct server would have
 left.  In merge mode, if E can be read and diff3(E, L, newest) is clean,
 it publishes that (`ok`, `repaired: L`, `their-version`: C or a later
-one).  Otherwise, in every mode, it publishes the undo (refused if anyone
-built on C) and answers as that mode answers a conflict, the undo being
-the current version, with `repaired: L`.  Putting L back comes before the
-caller's own retries: it spends PUBLISHes of its own, at most
-REPAIR_PUBLISHES (12) a call beyond the caller's 1 + `max_retries`, and
-only within the call's time, pauses between lost races included.  It
-raises MarkError("overwritten") with `metadata["lost-version"] = str(L)`,
-and publishes nothing more, only when a person must decide (the newest
-meets a version built on ours since; the undo is refused for another
-writer's version) or the call's time or those PUBLISHes ran out; when
-the undo was itself stored over yet another writer's version, it names
-that one instead (L is back, it is not).  A version counts as the call's
-by its body alone: another writer's with the very same body counts too.
+one).  Otherwise (any mode; in merge mode when that merge overlaps while
+the newest is still C, or E is gone) it publishes the undo (refused if
+anyone built on C) and answers as that mode answers a conflict, the undo
+being the current version, with `repaired: L`.  The undo, like every
+PUBLISH of the call, carries the caller's `metadata`, not L's: the call
+is what publishes it.  Putting L back comes before the caller's own
+retries: it spends PUBLISHes of its own, at most REPAIR_PUBLISHES (12) a
+call beyond the caller's 1 + `max_retries`, and only within the call's
+time, pauses between lost races included.  It raises
+MarkError("overwritten") with `metadata["lost-version"] = str(L)`, and
+publishes nothing more, only when a person must decide (the newest meets
+a version built on ours since; the undo is refused for another writer's
+version), L cannot be read, or the call's time or those PUBLISHes ran
+out; when the undo was itself stored over yet another writer's version,
+it names that one instead (L is back, it is not).  A version counts as
+the call's by its body alone: another writer's with the very same body
+counts too.  Only the versions a conflict names are checked: the real
+server's answer to a stale write names the version it stored, so each
+is found; one stored at a version no answer names (a server that names
+another) is not.
 
-One budget per call: every PUBLISH, the first included, goes through the
-one `_Budget` the call makes.  `mark_publish` sends at most 1 +
-`max_retries` PUBLISHes for the caller's edit (a request the server
-refused unhandled and the client sent again is the same PUBLISH), and at
-most REPAIR_PUBLISHES more to put back versions a stale write dropped.
-What the call publishes is the caller's body, a clean diff3 merge, or an
-earlier version's exact body: never a guess, never a conflict marker the
-caller did not send, because a merge with markers is never published
-(the budget bounds how many, not what).
+`_Budget` bounds how many PUBLISHes a call sends (a request the server
+refused unhandled and the client sent again is the same PUBLISH), not
+what: that is the caller's body, a clean diff3 merge, or an earlier
+version's exact body, never a conflict marker the caller did not send,
+because a merge with markers is never published.
 
 Every MarkError a call raises, (status, may_have_landed), and where:
 
@@ -157,15 +160,17 @@ Every MarkError a call raises, (status, may_have_landed), and where:
   `MarkResponse.number`'s, an answer without the version it must name.
 - `_landed`: (the answer's status, False), a PUBLISH or APPEND answered
   neither ok, created nor conflict (`not-permitted`, `server-error`, ...).
-- `_read`: the last failure's, after READS reads of a body the call needs
-  (E, L, the C a merge round reads); E answered `not-found` is
-  `reason: base-unavailable` instead.
+- `_read`: the last failure's (an empty body: "transport"), False, after
+  READS reads of a body the call needs (E, the C a merge round reads); E
+  answered `not-found` is `reason: base-unavailable` instead.  True when
+  E is unread after a stale write of ours: `_merge` undoes it first.
 - `_our_write`: (the failure's status, True), with
   `metadata["unread-version"] = str(C)`: C, which may be ours, unread.
 - `_current_version` and `mark_append`: (the answer's status, False),
   the document's FETCH or VERSIONS answered other than ok.
-- `_overwritten`, from `_repair` and `_undo`: ("overwritten", True), with
-  `metadata["lost-version"]`, as "Stale writes" says.
+- `_overwritten`, from `_repair`, `_undo` and `_read_lost`:
+  ("overwritten", True), with `metadata["lost-version"]`, as "Stale
+  writes" says.
 
 `publish_edit` runs the same loop for any edit, from any `version`;
 `mark_sections.update_section` writes one section through it (and is
@@ -194,9 +199,10 @@ __all__ = [
 ]
 
 # After a lost race, a merge waits at random (writers that lost together do not come back together)
-# up to RETRY_PAUSE * 2 ** (n - 1) seconds, n the PUBLISHes the call's budget has spent (mark_publish's
-# first included); a pause that would end over `timeout` seconds after the call began is skipped
-# (`_step_aside`).  Requests are not bounded by it: each has its own deadline.
+# up to RETRY_PAUSE * 2 ** (n - 1) seconds, n the PUBLISHes spent from the budget the loop runs on:
+# the caller's edit's (mark_publish's first included, not the first of after_conflict's caller), or
+# a repair's own, so a repair's pauses start again from RETRY_PAUSE.  A pause that would end past
+# the call's time is skipped (`_step_aside`).
 # `python bench.py publish` at 8 writers: 0.02 s escalates ~35% of edits, 0.3 s ~1%.
 RETRY_PAUSE = 0.3
 
@@ -265,14 +271,8 @@ def mark_publish(
     which publishes (an undo, or in merge mode a merge of what it
     overwrote: "Stale writes" in the module docstring).  At most
     1 + `max_retries` PUBLISHes for the edit, and REPAIR_PUBLISHES more
-    for putting versions back.
-    Raises `MarkError` for a Mark error status answered to a PUBLISH or to
-    a FETCH of a body it needs (for C, the version the conflict names,
-    after reading it READS times: `may_have_landed` True and
-    `metadata["unread-version"]`, since it may be the call's write), for
-    transport failures, and ("overwritten") for another writer's version
-    it could not restore.  A base answered `not-found` is
-    `reason: base-unavailable`.
+    for putting versions back.  Raises `MarkError` where the module
+    docstring lists; a base answered `not-found` is `reason: base-unavailable`.
     """
     _check_publish(path, body, expected_version, max_retries, on_conflict)
     budget = _budget(1 + max_retries, client.timeout)
@@ -426,8 +426,9 @@ class _Budget:
     """The PUBLISHes a call has left, and until when it may pause between them and read again.
 
     Each public entry point that PUBLISHes (not `mark_append`: one APPEND)
-    makes one with `_budget`, first thing, and every PUBLISH it sends goes
-    through the `publish` of that budget or of its `repair`, so that no path
+    makes one with `_budget` before its first PUBLISH, and every PUBLISH it
+    sends goes through the `publish` of that budget or of its `repair`
+    (`publish` spends one; its callers check `left` first), so that no path
     sends more than the call was given.  The caller's own edit (its body,
     merges of it, after an undo too) spends `tries`: 1 + `max_retries` for
     `mark_publish` and `publish_edit`, `max_retries` for `after_conflict`
@@ -483,13 +484,21 @@ def _merge(client: MarkClient, path: str, sent: _Sent, current: int, budget: _Bu
     """The merge loop of `sent` onto version C = `current` and on, for "merge" and `merge_and_publish`.
 
     Whether C is our write is asked before the base (E) is read, so that a
-    stale write is put back (undone) even when E is gone; with E there, the
-    loop's first round finds it again and repairs it.
+    stale write is put back (undone) even when E is gone or unread (then
+    E's error is raised, `may_have_landed` True); with E there, the loop's
+    first round finds it again and repairs it.
     """
     write = _our_write(client, path, sent, current, budget.until)
     if write == "landed":
         return PublishResult("ok", version=current, merged=False)
-    base = _read(client, path, sent.against, budget.until, may_be_gone=True)
+    try:
+        base = _read(client, path, sent.against, budget.until, may_be_gone=True)
+    except MarkError as error:
+        if write != "stale":
+            raise
+        _undo(client, path, current - 1, current, budget.repair, metadata)  # L back first: it needs no base
+        raise MarkError(error.status, f"{error.message}; this call's write, stored over version {current - 1}, "
+                                      "was undone", error.metadata, may_have_landed=True) from error
     if base is None:
         repaired = None
         if write == "stale":  # without the base nothing can be merged: only the undo puts L back
@@ -571,12 +580,13 @@ def _repair(client: MarkClient, path: str, edit: Callable[[str], Tuple[str, bool
     publishes L's exact body again, and the merge loop goes on with `edit`
     on `budget` from there.  Otherwise MarkError("overwritten") names L (a
     person must decide: the newest meets a version built on ours since; or
-    the repair's time or PUBLISHes ran out), or `_undo` raises it.
+    the repair's time or PUBLISHes ran out), or `_undo` or `_read_lost`
+    raises it.
     """
     lost, repair = current - 1, budget.repair
     base = _read(client, path, sent.against, budget.until, may_be_gone=True)
     if base is not None:
-        back = _publish_loop(client, path, _change(base, _read(client, path, lost, budget.until)), current, None,
+        back = _publish_loop(client, path, _change(base, _read_lost(client, path, lost, budget.until)), current, None,
                              repair, metadata)
         if back.kind == "ok":
             return back._replace(repaired=lost)
@@ -601,13 +611,16 @@ def _our_write(client: MarkClient, path: str, sent: Optional[_Sent], version: in
     writer's version L = `version` - 1, whose edits it dropped.  None: not
     ours (no write, a version not after E, another body).  A version
     counts as ours by its body alone.  When it cannot be read (`_read`
-    tried again), it may be ours: MarkError with `may_have_landed` True and
-    `metadata["unread-version"]` naming it, never an answer.
+    tried again; an empty body is a failed read but for an empty `sent`),
+    it may be ours: MarkError with `may_have_landed` True and
+    `metadata["unread-version"]` naming it, never an answer.  Only
+    `version` is checked: a stale write of ours at a version no conflict
+    named is not found (the module docstring's "Stale writes").
     """
     if sent is None or version <= sent.against:
         return None
     try:
-        body = _read(client, path, version, until)
+        body = _read(client, path, version, until, may_be_empty=not sent.text)
     except MarkError as error:
         raise MarkError(error.status, f"{path}: version {version}, which may be this call's write, could not be "
                                       f"read ({error.message}); fetch it before publishing again", {"unread-version": str(version)}, may_have_landed=True) from error
@@ -637,7 +650,7 @@ def _undo(client: MarkClient, path: str, lost: int, current: int, repair: _Budge
     version instead when the undo was itself stored over it (L is back, it is not)."""
     if not repair.left:
         raise _overwritten(path, lost, "the call's time, or the PUBLISHes a repair may spend, ran out")
-    undo = _Sent(_read(client, path, lost, repair.until), current)
+    undo = _Sent(_read_lost(client, path, lost, repair.until), current)
     response = repair.publish(client, path, undo.text, current, metadata)
     version = _landed(response, f"PUBLISH {path}")
     if version is not None:
@@ -649,6 +662,15 @@ def _undo(client: MarkClient, path: str, lost: int, current: int, repair: _Budge
     if write == "stale":
         raise _overwritten(path, named - 1, "the undo of ours was itself stored over it")
     return named
+
+
+def _read_lost(client: MarkClient, path: str, lost: int, until: float) -> str:
+    """L's body, to put back: `_read`'s, and when it fails (empty at every read included) L cannot be put
+    back, so MarkError("overwritten") naming it (our write did land over it)."""
+    try:
+        return _read(client, path, lost, until)
+    except MarkError as error:
+        raise _overwritten(path, lost, f"it could not be read: {error.message}") from error
 
 
 def _landed(response: MarkResponse, doing: str) -> Optional[int]:
@@ -676,20 +698,21 @@ def _candidate(client: MarkClient, path: str, sent: _Sent, current: int, repaire
                          publish_at_version=current, has_markers=had_conflict, repaired=repaired, body=merged)
 
 
-def _read(client: MarkClient, path: str, version: int, until: float, may_be_gone: bool = False) -> Optional[str]:
+def _read(client: MarkClient, path: str, version: int, until: float, may_be_gone: bool = False,
+          may_be_empty: bool = False) -> Optional[str]:
     """The body of `version`, read by number ("" for version 0): every body this file uses is read here,
     never through the unversioned FETCH (the real server can pair the newest number with an older body).
 
-    With `may_be_gone` (E, the base: it never was, or the server let it go),
-    `not-found` is None.  A read that fails (any other status but `ok`, or
-    MarkError from the client: a transport failure) is sent again, READS
-    reads in all, while `until` is not past; then the last failure raises.
-    So is an empty body: the real server answers `ok` and nothing for a
-    version whose file it has made but not yet written, with a
-    `content-hash` of that nothing (it hashes what it read, so no hash tells
-    a torn read from an empty version), and the client keeps no empty body,
-    so each read again is sent.  Empty still at the last read, the version
-    is empty.  Each read again follows a pause (`_wait_to_read_again`).
+    A read fails on any status but `ok`, on MarkError from the client (a transport failure), and on
+    an empty body: the real server answers `ok` and nothing, its `content-hash` matching, for a
+    version it has made but not yet written, so one empty read cannot tell an empty version from
+    one being written (and the client keeps no empty body: each read again is sent).  A failed read
+    is sent again after a pause (`_wait_to_read_again`), READS reads in all, fewer when the next
+    pause would end past `until`; then the last failure raises.  Empty at the last read too:
+    MarkError("transport") naming the version, never "", which merged from or published over
+    would drop what the version holds; but with `may_be_empty` (`_our_write`, asking whether it is
+    a body of ours that is empty), "".  With `may_be_gone` (E: it never was, or the server let it
+    go), `not-found` is None.
     """
     if not version:
         return ""
@@ -706,10 +729,14 @@ def _read(client: MarkClient, path: str, version: int, until: float, may_be_gone
             return response.body
         if response.status == "not-found" and may_be_gone:
             return None
-        if not _wait_to_read_again(reads, until):
-            if response.status == "ok":
-                return ""
+        if _wait_to_read_again(reads, until):
+            continue
+        if response.status != "ok":
             raise MarkError.from_response(response, f"FETCH {path}/v{version}")
+        if may_be_empty:
+            return ""
+        raise MarkError("transport", f"FETCH {path}/v{version} answered ok and empty at each of {reads} "
+                                     "reads: the server may still be writing it, so it is not taken as empty")
 
 
 def _wait_to_read_again(reads: int, until: float) -> bool:
@@ -768,18 +795,21 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                              "(required, but for --section)")
     parser.add_argument("--on-conflict", choices=("fail", "merge", "candidate"),
                         help="if someone published since N: fail (the default: answer the conflict), merge "
-                             "(publish a clean merge), or candidate (print the merge unpublished); any mode "
-                             "first undoes a write of ours the server stored over another's (repaired: N)")
+                             "(publish a clean merge), or candidate (print the merge unpublished); first, in "
+                             "any mode, a write of ours the server stored over another's version is put back "
+                             "(repaired: N): merge mode merges that version's change back, and every mode "
+                             "publishes it again where that cannot be done (an undo)")
     parser.add_argument("--section", metavar="S",
                         help="replace only section S ('## Results', 'Results' or '#results') with the body, "
                              "its heading line included, on the newest version; with N, a section changed "
                              "since N is merged")
     parser.add_argument("--max-retries", type=int, default=3, metavar="N",
-                        help="PUBLISHes after the first, merges and repairs alike (default 3)")
+                        help="PUBLISHes after the first, of merges or of a --section write (default 3); putting "
+                             "back a version a stale write of ours dropped has PUBLISHes of its own")
     parser.add_argument("--file", help="read the body from FILE instead of stdin")
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
-                        help=f"deadline of each request, and the most a merge's pauses may reach from "
-                             f"the start (default {DEFAULT_TIMEOUT:g})")
+                        help=f"deadline of each request, and the call's time from its start, within which "
+                             f"it pauses, reads again and puts back a version (default {DEFAULT_TIMEOUT:g})")
     args = parser.parse_args(argv)
     if args.section is None and args.expected_version is None:
         parser.error("--expected-version is required (but for --section)")

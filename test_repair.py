@@ -576,11 +576,60 @@ def test_a_repair_that_keeps_losing_raises_after_its_stated_publishes(fake, clie
     assert len(pauses) == mp.REPAIR_PUBLISHES - 1  # a random pause after each lost race but the last
 
 
-def test_a_version_empty_at_every_read_is_empty(fake, client):
-    server = fake(BASE, "")  # another writer emptied the document: v2 is "", and no write of ours
-    res = mark_publish(client, "/p", OURS, 1)
-    assert (res.status, res.current_version) == ("conflict", 2)
-    assert server.requests == [("PUBLISH", "/p")] + [("FETCH", "/p/v2")] * mp.READS  # read again, then believed
+# A version empty at every read may be one the real server is still writing: never taken as empty
+# (the old code did: C "not ours", the base merged from as "", L's "" published as the undo).
+
+@pytest.mark.parametrize("mode", ["fail", "candidate", "merge"])
+def test_a_named_version_empty_at_every_read_raises_naming_it(fake, client, mode):
+    server = fake(BASE)
+    server.race = [lands(THEIRS)]  # ours, sent against v1, is stored as v3 over their v2
+    server.failing = {"/p/v3": ["empty"] * mp.READS}  # v3, ours, still being written at every read
+    with pytest.raises(MarkError, match="version 3, which may be this call's write.*empty") as caught:
+        mark_publish(client, "/p", OURS, 1, on_conflict=mode)
+    assert (caught.value.may_have_landed, caught.value.metadata["unread-version"]) == (True, "3")
+    assert server.publishes() == ["/p"] and server.requests[1:] == [("FETCH", "/p/v3")] * mp.READS
+
+
+@pytest.mark.parametrize("mode", ["candidate", "merge"])
+def test_a_base_empty_at_every_read_is_not_merged_from(fake, client, mode):
+    server = fake(BASE, THEIRS)
+    server.failing = {"/p/v1": ["empty"] * mp.READS}
+    with pytest.raises(MarkError, match=r"/p/v1 answered ok and empty at each of 4 reads") as caught:
+        mark_publish(client, "/p", OURS, 1, on_conflict=mode)
+    assert caught.value.may_have_landed is False  # nothing of ours landed: v2 is theirs
+    assert server.versions == [BASE, THEIRS] and server.publishes() == ["/p"]
+
+
+@pytest.mark.parametrize("mode", ["fail", "merge"])
+def test_a_lost_version_empty_at_every_read_is_not_put_back_as_empty(fake, client, mode):
+    server = fake(BASE)
+    server.race = [lands(THEIRS)]  # ours is stored as v3 over their v2
+    server.failing = {"/p/v2": ["empty"] * mp.READS}
+    with pytest.raises(MarkError, match="over version 2.*could not be read") as caught:
+        mark_publish(client, "/p", OURS, 1, on_conflict=mode)
+    assert (caught.value.status, caught.value.metadata["lost-version"]) == ("overwritten", "2")
+    assert server.versions == [BASE, THEIRS, OURS] and server.publishes() == ["/p"]  # no "" published over v3
+
+
+@pytest.mark.parametrize("failure", ["server-error", "empty"])
+def test_a_base_unread_after_a_stale_write_raises_once_the_write_is_undone(fake, client, failure):
+    # The error said may_have_landed False, and their v2 stayed overwritten by ours.
+    server = fake(BASE)
+    server.race = [lands(THEIRS)]  # ours is stored as v3 over their v2
+    server.failing = {"/p/v1": [failure] * mp.READS}
+    with pytest.raises(MarkError, match="/p/v1.*this call's write, stored over version 2, was undone") as caught:
+        mark_publish(client, "/p", OURS, 1, on_conflict="merge")
+    assert caught.value.may_have_landed is True
+    assert server.versions == [BASE, THEIRS, OURS, THEIRS]  # their v2 is back
+
+
+def test_an_empty_body_of_ours_is_found_in_a_version_empty_at_every_read(fake, client):
+    # The one empty read that decides: an empty body is what an empty write of ours looks like.
+    server = fake(BASE)
+    server.race = [lands(THEIRS)]  # our "", sent against v1, is stored as v3 over their v2
+    res = mark_publish(client, "/p", "", 1)
+    assert (res.status, res.repaired, server.versions) == ("conflict", 2, [BASE, THEIRS, "", THEIRS])
+    assert server.requests.count(("FETCH", "/p/v3")) == mp.READS  # read again, then believed
 
 
 def test_a_repair_publishes_only_within_the_calls_time(fake):
