@@ -43,7 +43,10 @@ the sides overlap; whether it has any); and `mark_client.py` (with
                                              own): found, it is answered as the server would
                                              have (created; or conflict naming a later version
                                              that holds it, a stale write, which `_our_write`
-                                             then finds); else MarkError with may_have_landed
+                                             then finds); else it is sent again, and a resend's
+                                             conflict not found is answered as it came (the
+                                             conflict `_our_write` then checks); a call that
+                                             ends unanswered raises MarkError, may_have_landed
     client.fetch(path, version=N)            FETCH /vN, unless the client holds N: it read N by
                                              number before with a body (an empty one is never kept),
                                              or published N itself and was answered ok or created
