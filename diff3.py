@@ -63,11 +63,12 @@ and writes changes of the two sides that meet as a conflict block.
    lines they remove) more times than ours' changes do and more than theirs'
    do, and a clean group holding it has a change not in place, each clean
    group holding it is a conflict, since both may have added it (`_doubled`).
-5. Where a diff broke a tie, steps 1-4 run again on the texts reversed;
-   wherever the two readings' groups differ, the base lines between the
-   nearest firm lines (both sides keep them in both readings, each reading
-   pairs them alike, no group spans them) are clean if both readings write
-   them alike without conflict, and else one conflict (`_readings`, `_doubts`).
+5. Where a diff broke a tie (or DIFF3_CHECK_TIES=1), steps 1-4 run again on
+   the texts reversed; wherever the two readings' groups differ, the base
+   lines between the nearest firm lines (both sides keep them in both
+   readings, each reading pairs them alike, no group spans them) are clean if
+   both readings write them alike without conflict, else one conflict
+   (`_readings`, `_doubts`).
 6. Conflicts with no base line between them are one block: "<<<<<<< ours",
    ours' lines, (with style="diff3": "||||||| base", base's lines),
    "=======", theirs' lines, ">>>>>>> theirs".  With style="merge" the lines
@@ -89,11 +90,12 @@ Where one side equals base, or the sides are equal, the rule gives the other
 side's text (or theirs), and `diff3` returns it without diffing.  Lines are
 split on "\\n" only and keep their endings, so CRLF documents come back
 byte-identical where nothing changed; a last line without a newline gets one
-when anything follows it; markers end as base's first line does (else ours',
-else theirs').  `had_conflict` comes from the rule, never from a search for
-markers.  Where the rule and git's merge differ: edits of neighbouring lines
-merge, and a line both sides add at different places conflicts (step 4).
-Text inserted beside a line the other side removed keeps its place:
+when anything follows it.  Markers end as base's first line does if it has an
+ending, else as ours' does, else theirs' ("\\n" if none has).  `had_conflict`
+comes from the rule, never from a search for markers.  Where the rule and git's
+merge differ: edits of neighbouring lines merge, and a line both sides add at
+different places conflicts (step 4).  Text inserted beside a line the other
+side removed keeps its place:
 
     >>> diff3("a\\nb\\nc\\n", "a\\nB\\nc\\n", "a\\nb\\nC\\n").merged
     'a\\nB\\nC\\n'
@@ -1014,7 +1016,7 @@ class TraceDoubt(NamedTuple):  # rule step 5: where the readings' groups differ
 class Trace(NamedTuple):
     tied: Tuple[bool, bool]  # whether the diff of base to ours, and to theirs, broke a tie
     readings: List[TraceReading]  # the texts as they are; then reversed, if a diff broke a tie or DIFF3_CHECK_TIES=1
-    doubts: List[TraceDoubt]  # step 5 (none when the texts are read once; with DIFF3_CHECK_TIES=1, read twice always)
+    doubts: List[TraceDoubt]  # step 5 (none when the texts are read once: no tie broken, DIFF3_CHECK_TIES not 1)
     blocks: List[TraceGroup]  # what the merge writes, in order, conflicts with no base line between joined (step 6)
 
 
@@ -1140,8 +1142,8 @@ def _print_trace(t: Trace) -> None:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    """`python -m diff3 [--version] [--diff3] [-L LABEL]... [-o FILE] [--explain] [--trace]
-    OURS BASE THEIRS`: the merge to stdout or FILE (--diff3: base's lines in conflicts too;
+    """`python -m diff3 OURS BASE THEIRS [--diff3] [-L LABEL]... [-o FILE] [--explain] [--trace]`
+    (or --version): the merge to stdout or FILE (--diff3: base's lines in conflicts too;
     -L, up to three times: the labels of ours, base, theirs, else their paths; --explain: a
     line on stderr for each conflict, its merged lines and why; --trace: before those, the
     trace in words); exit 0 clean, 1 conflicts, 2 trouble (one line on stderr)."""
