@@ -11,107 +11,101 @@
 
     $ python -m diff3 OURS BASE THEIRS              # installed: mark-diff3; exit 0 clean, 1 conflicts, 2 trouble
     $ mark-diff3 OURS BASE THEIRS -o FILE           # as git's merge driver: writes the merge to FILE
+    $ mark-diff3 --diff3 -L A -L O -L B OURS BASE THEIRS   # base's lines in conflicts too; labels, not paths
     $ mark-diff3 --explain OURS BASE THEIRS         # also says on stderr why each conflict is one
     $ mark-diff3 --trace OURS BASE THEIRS           # also shows on stderr what each rule step computed
+
+`explain()` gives one entry for each conflict block of rule step 6: the lines
+of the merge from its first marker to its last (one block can print as several
+marker blocks, shown below) and the steps that made it.  `trace()` returns what
+each step computed; it and the command line are at the end of the file, and the
+merge does not use them.
 
 The principle: a merge is clean only when it does not depend on a choice
 the diff made arbitrarily.  So the merge is made twice, once on the texts
 as they are and once on the texts with their lines in reverse order, which
 breaks every tie of the diff the other way; where the two readings write
-different text, or either conflicts, the merge conflicts there.  (Where no
+different text, or either conflicts, the merge conflicts there.  Where no
 diff broke a tie, the second reading would give the same groups, so it is
-not made: `_diff` says whether a diff broke one, and why that suffices.
-DIFF3_CHECK_TIES=1 in the environment makes it there too and raises
-AssertionError if its groups are not the same; the tests run every bench
-shape and reproduction with it on.)
+not made (`_diff` says why).  DIFF3_CHECK_TIES=1 in the environment makes it
+anyway and raises AssertionError if its groups are not the same; the tests
+run every bench shape and reproduction with it on.
 
-The two-way diff (`get_hunks`) is Bram Cohen's patience diff, plainly:
-the lines both texts share at the start and end of a stretch are matched,
-then the lines found once in each, in their longest common order (patience
-sorting), and each stretch between two of those is diffed the same way.  A
-stretch with no line in both is one change; one with no line once in each
-gets Myers' minimal diff, unless finding it takes more than WORK_LIMIT
-steps, and then it is one change (so the limit can turn a clean merge into
-a conflict, never into another clean merge).  Then a hunk that only inserts
-or only deletes moves down while the line after it equals its first, short
-of touching the next hunk (`_slide`).
+The rule.  A side's changes are the hunks of `get_hunks(base, side)`.  The
+merge takes a change one side made, takes the same change made by both once,
+and writes changes of the two sides that meet as a conflict block.
 
-The merge takes a change one side made to base, takes the same change made
-by both once, and writes changes of the two sides that meet as a conflict
-block ("<<<<<<< ours", ours' lines, with style="diff3" "||||||| base" and
-base's, "=======", theirs' lines, ">>>>>>> theirs").  The rule:
-
-1. A side's changes are the hunks of `get_hunks(base, side)`; each spans
-   its base lines and those beside it, short of the side's changes before
-   and after, that equal a line it removes or adds: the diff could have put
-   it anywhere among them (`_span`).  An insertion is "framed" if exactly
-   one of the places it can slide to (up short of touching the side's
-   change before; its lines turned as they read there) is directly after a
-   blank line of base with its own last line blank: it sits there, as a new
-   markdown section does (read reversed, it finds the same place), and its
-   span stays (`_framed_place`).
-2. A change that removes a non-blank line base holds more than once, unless
-   it rewrites its lines one for one, each like the one before (`_in_place`:
-   difflib's ratio at least 0.6, as a ticked box), also spans every copy of
-   such a line between the nearest lines that base holds once and the side
-   keeps, and meets any change its span touches: which copy went is not
-   known (`_copies`, `_meets`).
-3. A change meets a group (of either side's changes) when its span
-   shares a base line with the group's span or inserts inside it, when
-   both insert where their spans touch (unless a framed one's place is
-   away from there across blank base lines only), or when one side
-   empties the document; a change that meets groups joins them, and any
-   group between them (those end where its span starts), into one over
-   the base lines their spans cover, clean when one side leaves those
-   lines as they were or both make them alike, else a conflict
-   (`_groups`, `_meets`, `_clean_text`).  But a group whose changes all
-   rewrite their lines in place (step 2's test, as ticks do) and share
-   no base line is a group for each change, over its own lines
-   (`_apart`).
+1. A change spans its base lines and those beside it, short of the side's
+   changes before and after, that equal a line it removes or adds: the diff
+   could have put it anywhere among them (`_span`).  An insertion is "framed"
+   if exactly one of the places it can slide to (up short of touching the
+   side's change before; its lines turned as they read there) is directly
+   after a blank line of base with its own last line blank: it sits there, as
+   a new markdown section does, and its span stays (`_framed_place`).
+2. A change that removes a non-blank line base holds more than once, unless it
+   rewrites its lines in place (`_in_place`: one for one, each line's difflib
+   ratio to the one it replaces at least IN_PLACE_RATIO, as a ticked box), also
+   spans every copy of such a line between the nearest lines that base holds
+   once and the side keeps, and meets any change its span touches: which copy
+   went is not known (`_copies`, `_meets`).
+3. The changes of both sides, in order of their spans, gather into groups.  A
+   change meets a group when its span starts before the group's ends, when
+   both insert where their spans touch (unless a framed one's place is away
+   from there across blank base lines only), or when one side empties the
+   document.  It joins the groups from the first it meets to the last (any
+   after the first start where its span starts) into one over the base lines
+   their spans cover, clean when one side leaves those lines as they were or
+   both make them alike, else a conflict (`_groups`, `_meets`,
+   `_clean_text`).  But a group whose changes all rewrite their lines in
+   place (step 2's test) and share no base line is a group for each change,
+   over its own lines (`_apart`).
 4. If the clean groups add a non-blank line (its ending aside; net of the
    lines they remove) more times than ours' changes do and more than theirs'
    do, and a clean group holding it has a change not in place, each clean
    group holding it is a conflict, since both may have added it (`_doubled`).
-5. Where a diff broke a tie, steps 1-4 run again on the texts reversed;
-   wherever the two readings' groups differ, the base lines between the
-   nearest firm lines (both sides keep them in both readings, each
-   reading pairs them alike, no group spans them) are clean if both
-   readings write them alike without conflict, and else one conflict
+5. Where a diff broke a tie (or DIFF3_CHECK_TIES=1), steps 1-4 run again on
+   the texts reversed; wherever the two readings' groups differ, the base
+   lines between the nearest firm lines (both sides keep them in both
+   readings, each reading pairs them alike, no group spans them) are clean if
+   both readings write them alike without conflict, else one conflict
    (`_readings`, `_doubts`).
-6. Conflicts that follow each other with no base line between them are one
-   block; with style="merge" the lines both sides of a block share stay
-   outside its markers, as in git's "zealous" merge, but a block whose sides
-   are equal (steps 4-6 can make one) shows base's lines too, as
-   style="diff3" does, and a block with one side empty shares nothing
-   (`_block`).
+6. Conflicts with no base line between them are one block: "<<<<<<< ours",
+   ours' lines, (with style="diff3": "||||||| base", base's lines),
+   "=======", theirs' lines, ">>>>>>> theirs".  With style="merge" the lines
+   both sides share stay outside the markers, as in git's "zealous" merge;
+   but a block whose sides are equal (steps 4 and 5 can make one) shows
+   base's lines too, and a block with one side empty shares nothing (`_block`).
 
-`explain()` (or `mark-diff3 --explain`) gives one entry for each conflict
-block of step 6: the lines of the merge from its first marker to its last, and the
-steps that made it.  With style="merge" one block can print as several
-marker blocks, the lines both sides share between them; its entry spans
-them all.  `trace()` (or `mark-diff3 --trace`) shows what each step
-computed.  Where the rule and git's merge differ: edits of neighbouring
-lines merge, and a line both sides add at different places conflicts (step
-4).  Text inserted beside a line the other side removed keeps its place:
+`get_hunks` is Bram Cohen's patience diff, plainly: the lines both texts share
+at the start and end of a stretch are matched, then the lines found once in
+each, in their longest common order, and each stretch between two of those is
+diffed the same way.  A stretch with no line in both is one change; one with no
+line once in each gets Myers' minimal diff, or is one change where that search
+gives up (`_myers`, WORK_LIMIT), so the limit can turn a clean merge into a
+conflict, never into another clean merge.  Then a hunk that only inserts or only
+deletes moves down while the line after it equals its first, short of touching
+the next hunk (`_slide`).
+
+Where one side equals base, or the sides are equal, the rule gives the other
+side's text (or theirs), and `diff3` returns it without diffing.  Lines are
+split on "\\n" only and keep their endings, so CRLF documents come back
+byte-identical where nothing changed; a last line without a newline gets one
+when anything follows it.  Markers end as base's first line does if it has an
+ending, else as ours' does, else theirs' ("\\n" if none has).  `had_conflict`
+comes from the rule, never from a search for markers.  Where the rule and git's
+merge differ: edits of neighbouring lines merge, and a line both sides add at
+different places conflicts (step 4).  Text inserted beside a line the other
+side removed keeps its place:
 
     >>> diff3("a\\nb\\nc\\n", "a\\nB\\nc\\n", "a\\nb\\nC\\n").merged
     'a\\nB\\nC\\n'
     >>> diff3("one\\ntwo\\nthree\\n", "one\\nthree\\n", "one\\ntwo\\nnew\\nthree\\n").merged
     'one\\nnew\\nthree\\n'
-
-Where one side equals base, or the sides are equal, the rule gives the
-other side's text (or theirs), and `diff3` returns it without diffing.
-Lines are split on "\\n" only and keep their endings, so CRLF documents come
-back byte-identical where nothing changed; a last line without a newline gets
-one when anything follows it, and markers use the document's line ending:
-
     >>> diff3("x\\r\\ny\\r\\n", "x\\r\\nY1\\r\\n", "x\\r\\nY2\\r\\n").merged
     'x\\r\\n<<<<<<< ours\\r\\nY1\\r\\n=======\\r\\nY2\\r\\n>>>>>>> theirs\\r\\n'
 
-`had_conflict` comes from the rule, never from a search for markers.
-
-Worked cases, one for each rule step and for each shape a conflict block
-prints in; `show` prints the merge's lines after "|", then explain()'s entries:
+Worked cases, one for each rule step and for each shape a block prints in;
+`show` prints the merge's lines after "|", then explain()'s entries:
 
     >>> from textwrap import fill
     >>> def show(base, ours, theirs):
@@ -132,10 +126,10 @@ Step 1: theirs' new "Note." could sit before or after base's, which ours edits.
     lines 1-6: both sides changed base line 1, where theirs' change could sit anywhere among
     lines like its own (rule steps 1 and 3)
 
-Theirs' new section ends blank and has one place after a blank line of base,
-so it is framed there.  Its span (base line 3, blank like its last line) touches
-ours' insertion after line 2, but its place is away from there across blank base
-lines only, so the two do not meet (step 3).  Two new sections at one place do:
+Step 1, framed: theirs' new section ends blank and has one place after a blank
+line of base.  Its span (base line 3, blank like its last line) touches ours'
+insertion after line 2, but its place is away from there across blank base
+lines only, so the two do not meet (step 3).
 
     >>> show("* a\\n* b\\n\\n## Next\\n", "* a\\n* b\\n* new\\n\\n## Next\\n", "* a\\n* b\\n\\n## Mid\\n\\n## Next\\n")
     | * a
@@ -145,21 +139,10 @@ lines only, so the two do not meet (step 3).  Two new sections at one place do:
     | ## Mid
     |
     | ## Next
-    >>> show("* a\\n\\n## Next\\n", "* a\\n\\n## B\\n\\n## Next\\n", "* a\\n\\n## C\\n\\n## Next\\n")
-    | * a
-    |
-    | <<<<<<< ours
-    | ## B
-    | =======
-    | ## C
-    | >>>>>>> theirs
-    |
-    | ## Next
-    lines 3-7: both sides changed base line 2, where ours' change could sit anywhere among
-    lines like its own (rule steps 1 and 3)
 
-Step 2: ours removes one "- x" of two; which one is not known, so its change
-spans both, and theirs' edit of the line between meets it.
+Step 2: ours removes one "- x" of two, and which one is not known.  Its span
+stops at "B", which base holds once and ours keeps, so it covers the removed
+copy only; theirs' edit of "B" touches it, and so meets it.
 
     >>> show("A\\n- x\\nB\\n- x\\nC\\n", "A\\nB\\n- x\\nC\\n", "A\\n- x\\nB2\\n- x\\nC\\n")
     | A
@@ -186,9 +169,9 @@ Step 3: both sides change the same line, differently.
     | c
     lines 2-6: both sides changed base line 2 (rule step 3)
 
-Ticks among identical boxes: each side's change spans all four (step 1), so
-they meet; but both rewrite their lines in place and share no base line, so
-each is written where it is:
+Step 3, in place: each side's tick spans all four boxes (step 1), so they
+meet; but both rewrite their lines in place and share no base line, so each
+is written where it is.
 
     >>> show("- [ ] t\\n- [ ] t\\n- [ ] t\\n- [ ] t\\n", "- [ ] t\\n- [x] t\\n- [ ] t\\n- [ ] t\\n",
     ...      "- [ ] t\\n- [ ] t\\n- [ ] t\\n- [x] t\\n")
@@ -198,7 +181,7 @@ each is written where it is:
     | - [x] t
 
 Step 4: each side adds "- x", at different places: two groups, each clean
-alone, would add it twice.  Each conflict block has one side empty.
+alone, would add it twice.
 
     >>> show("# A\\n- a\\n# B\\n", "# A\\n- a\\n- x\\n# B\\n", "# A\\n- a\\n# B\\n- x\\n")
     | # A
@@ -231,13 +214,6 @@ second to "b", "a", "c" (`trace()` shows both).
     lines 1-4: base lines 1-2 hold look-alike lines the diff can pair two ways, and the two
     ways merge differently (rule step 5)
 
-Ours' ticks (untick the first "a", tick the other) also read as a box moving:
-
-    >>> print(fill(explain("- [x] a\\n- [ ] b\\n- [ ] a\\n", "- [ ] a\\n- [ ] b\\n- [x] a\\n",
-    ...                    "- [x] a\\n- [ ] b\\nnew\\n- [ ] a\\n")[0].why, 88))
-    base lines 1-3 hold look-alike lines the diff can pair two ways, and the two ways merge
-    differently (rule step 5)
-
 Step 6: two conflicts with no base line between them print as one block,
 with one entry giving both reasons.
 
@@ -252,8 +228,8 @@ with one entry giving both reasons.
     added it (rule step 4); the merge would hold "b" more often than ours and than theirs:
     both may have added it (rule step 4)
 
-A block whose sides are equal shows base's lines (here none) between them,
-as style="diff3" does, since only base shows what is in conflict:
+A block whose sides are equal shows base's lines (here none), since only base
+shows what is in conflict:
 
     >>> show("b\\na\\n", "b\\ny\\na\\ny\\n", "y\\na\\ny\\n")
     | <<<<<<< ours
@@ -273,8 +249,8 @@ as style="diff3" does, since only base shows what is in conflict:
     lines 7-12: the merge would hold "y" more often than ours and than theirs: both may have
     added it (rule step 4)
 
-A block with one side empty shares nothing, so the other side's lines stay
-inside the markers, even those it kept from base ("a" here):
+A block with one side empty shares nothing: the other side's lines stay inside
+the markers, even those it kept from base ("a" here).
 
     >>> show("a\\nb\\n", "a\\nB\\n", "")
     | <<<<<<< ours
@@ -284,8 +260,8 @@ inside the markers, even those it kept from base ("a" here):
     | >>>>>>> theirs
     lines 1-5: theirs removed every line, and ours changed the document (rule step 3)
 
-One block prints as several marker blocks where its sides share lines, the
-shared lines between them; its one entry spans them all:
+A block whose sides share lines prints as several marker blocks, the shared
+lines between them; its one entry spans them all:
 
     >>> show("p\\nq\\nr\\n", "p\\nX\\nY\\nW\\n", "p\\nZ\\nY\\nV\\n")
     | p
@@ -318,7 +294,8 @@ __version__ = "0.3.0"  # the release this file is from; vendored copies keep say
 __all__ = ["diff3", "explain", "trace", "Merge", "Conflict", "Trace", "TraceReading", "TraceChange", "TraceGroup",
            "TraceDoubt", "get_hunks", "split_lines", "join_lines", "main", "WORK_LIMIT"]
 
-WORK_LIMIT = 50_000  # steps (diagonals tried, equal lines followed) Myers' search may take for a stretch, each way
+WORK_LIMIT = 50_000  # steps (diagonals tried, equal lines followed) of Myers' search of a stretch: see `_myers`
+IN_PLACE_RATIO = 0.6  # difflib's ratio of a line to the one it replaces, at least, for an edit in place (`_in_place`)
 
 
 class Merge(NamedTuple):
@@ -337,45 +314,6 @@ class Hunk(NamedTuple):  # a[a_lo:a_hi] became b[b_lo:b_hi]
     a_hi: int
     b_lo: int
     b_hi: int
-
-
-# What trace() returns; its docstring says how lines are counted.
-
-class TraceChange(NamedTuple):  # one hunk of a side, as a change (rule steps 1 and 2)
-    side: str  # "ours" or "theirs"
-    base: Tuple[int, int]  # the base lines its hunk replaces
-    span: Tuple[int, int]  # the base lines it spans: beside it, lines like its own (step 1); copies (step 2)
-    copies: Optional[str]  # step 2: the line base holds more than once that it removes (the first, sorted); else None
-    framed: bool  # step 1: an insertion set at its one place after a blank line (`base` is that place)
-
-
-class TraceGroup(NamedTuple):  # changes that meet (rule steps 3 and 4), or a block the merge writes
-    base: Tuple[int, int]  # the base lines it covers: its changes' spans, or an in-place edit's own lines (step 3)
-    ours: List[str]  # what ours makes of those lines
-    theirs: List[str]  # what theirs makes of them
-    clean: Optional[List[str]]  # the text written there if clean; None: a conflict
-    why: str  # for a conflict, what made it one (explain()'s words); else ""
-
-
-class TraceReading(NamedTuple):  # rule steps 1-4 on the texts as they are, or reversed
-    reversed: bool  # the texts' lines in reverse order (all still counted as the texts as they are)
-    hunks: Tuple[List[Tuple[Tuple[int, int], Tuple[int, int]]], ...]  # ours', theirs': (base lines, side's lines)
-    changes: List[TraceChange]  # both sides', by span, ours first
-    groups: List[TraceGroup]
-
-
-class TraceDoubt(NamedTuple):  # rule step 5: where the readings' groups differ
-    base: Tuple[int, int]  # the base lines between the nearest firm lines
-    firm: Tuple[Optional[int], Optional[int]]  # those firm lines; None: the start or the end of base
-    forward: Optional[List[str]]  # what the groups of the texts as they are write there; None: a conflict
-    reversed: Optional[List[str]]  # what those of the texts reversed write there
-
-
-class Trace(NamedTuple):
-    tied: Tuple[bool, bool]  # whether the diff of base to ours, and to theirs, broke a tie
-    readings: List[TraceReading]  # the texts as they are; then reversed, if a diff broke a tie (step 5)
-    doubts: List[TraceDoubt]  # step 5 (none when the texts are read once)
-    blocks: List[TraceGroup]  # what the merge writes, in order, conflicts with no base line between joined (step 6)
 
 
 def diff3(base: str, ours: str, theirs: str, *, style: str = "merge",
@@ -398,53 +336,6 @@ def explain(base: str, ours: str, theirs: str, *, style: str = "merge",
     lines of the merge from its first marker to its last (several marker blocks, where
     its sides share lines) and the reasons."""
     return _diff3(base, ours, theirs, style, labels)[1]
-
-
-def trace(base: str, ours: str, theirs: str, *, style: str = "merge",
-          labels: Union[Tuple[str, str, str], List[str]] = ("ours", "base", "theirs")) -> Trace:
-    """What `diff3(base, ours, theirs, ...)` computes at each rule step, to check a trace
-    made by hand: whether each diff broke a tie; per reading the hunks, the changes and
-    their spans, the groups; step 5's doubts between firm lines; the blocks written.
-    It is recorded as diff3 runs, not worked out again.  Where one side equals base, or
-    the sides are equal, diff3 does not diff, and the trace is empty.  Lines are counted
-    from 1 in the texts as they are, the reversed reading's too: (first, last), and
-    (k + 1, k) for no line, the place after line k.
-
-    Ours removes "b"; theirs moves it up, or removes "a" and adds one after "b":
-
-    >>> t = trace("a\\nb\\nc\\n", "a\\nc\\n", "b\\na\\nc\\n")
-    >>> t.tied  # theirs' diff broke a tie, so the texts are read reversed too (rule step 5)
-    (False, True)
-    >>> for reading in t.readings:
-    ...     print("reversed:" if reading.reversed else "as they are:", reading.hunks)
-    ...     print(*reading.changes, *reading.groups, sep="\\n")
-    as they are: ([((2, 2), (2, 1))], [((1, 1), (1, 0)), ((3, 2), (2, 2))])
-    TraceChange(side='theirs', base=(1, 1), span=(1, 1), copies=None, framed=False)
-    TraceChange(side='ours', base=(2, 2), span=(2, 2), copies=None, framed=False)
-    TraceChange(side='theirs', base=(3, 2), span=(3, 2), copies=None, framed=False)
-    TraceGroup(base=(1, 1), ours=['a\\n'], theirs=[], clean=[], why='')
-    TraceGroup(base=(2, 2), ours=[], theirs=['b\\n'], clean=[], why='')
-    TraceGroup(base=(3, 2), ours=[], theirs=['a\\n'], clean=['a\\n'], why='')
-    reversed: ([((2, 2), (2, 1))], [((1, 0), (1, 1)), ((2, 2), (3, 2))])
-    TraceChange(side='theirs', base=(1, 0), span=(1, 0), copies=None, framed=False)
-    TraceChange(side='ours', base=(2, 2), span=(2, 2), copies=None, framed=False)
-    TraceChange(side='theirs', base=(2, 2), span=(2, 2), copies=None, framed=False)
-    TraceGroup(base=(1, 0), ours=[], theirs=['b\\n'], clean=['b\\n'], why='')
-    TraceGroup(base=(2, 2), ours=[], theirs=[], clean=[], why='')
-
-    A hunk is (base lines, the side's lines): read as they are, theirs removes base
-    line 1 and puts its line 2, "a", after base line 2; read reversed, it puts its line
-    1, "b", before base line 1 and removes base line 2.  The readings' groups differ; no
-    line is firm above line 3, and there the first reading writes "a" (theirs' move
-    lost), the second "b", "a": one conflict.
-
-    >>> t.doubts
-    [TraceDoubt(base=(1, 2), firm=(None, 3), forward=['a\\n'], reversed=['b\\n', 'a\\n'])]
-    >>> t.blocks  # doctest: +NORMALIZE_WHITESPACE
-    [TraceGroup(base=(1, 2), ours=['a\\n'], theirs=['b\\n', 'a\\n'], clean=None, why='base lines 1-2 hold
-     look-alike lines the diff can pair two ways, and the two ways merge differently (rule step 5)')]
-    """
-    return _trace(base, ours, theirs, style, labels)[1]
 
 
 def _diff3(base: str, ours: str, theirs: str, style: str, labels: Sequence[str],
@@ -932,9 +823,9 @@ def _copies(base: List[str], changes: List[_Change], in_base: Counter) -> List[_
 
 def _in_place(old: List[str], new: List[str]) -> bool:
     """Whether each line became one like it, as a ticked box does: difflib's ratio of the
-    two at least 0.6 (get_close_matches' cutoff)."""
+    two at least IN_PLACE_RATIO (get_close_matches' cutoff)."""
     return len(old) == len(new) and all(
-        x == y or difflib.SequenceMatcher(None, x, y, autojunk=False).ratio() >= 0.6
+        x == y or difflib.SequenceMatcher(None, x, y, autojunk=False).ratio() >= IN_PLACE_RATIO
         for x, y in set(zip(old, new)))  # (each pair of lines once: a checklist holds few)
 
 
@@ -952,7 +843,8 @@ def _groups(base: List[str], changes: List[_Change]) -> List[Tuple[int, int, Lis
             k -= 1
         met = [n for n in range(k, len(groups)) if _meets(base, c, *groups[n])]
         if met:
-            # The groups from the first it meets on (those after it end where it starts) become one.
+            # The groups from the first it meets to the last become one: any after the first
+            # start where its span starts, and one there it does not meet holds insertions only.
             joined = [m for group in groups[met[0]:] for m in group[2]] + [c]
             groups[met[0]:] = [[groups[met[0]][0], max(groups[-1][1], c.span_hi), joined]]
         else:
@@ -977,10 +869,10 @@ def _empties(base: List[str], c: _Change) -> bool:
 
 
 def _meets(base: List[str], c: _Change, lo: int, hi: int, members: List[_Change]) -> bool:
-    """Whether change `c`, whose span starts at or after base line `lo`, meets the group
-    of `members` over base[lo:hi] (rule steps 2 and 3)."""
+    """Whether change `c`, whose span starts at or after base line `lo` (changes come by
+    span), meets the group of `members` over base[lo:hi] (rule steps 2 and 3)."""
     if c.span_lo != hi:
-        return c.span_lo < hi  # its span shares a line with the group's, or it inserts inside it
+        return c.span_lo < hi  # its span starts before the group's ends: within it
     # Its span touches the group's end: it meets a change of step 2 there, or, if both
     # insert, the insertion there (an insertion's place is anywhere in its span), unless
     # one is framed and its place is away from there across blank lines only.
@@ -1077,8 +969,6 @@ def _block(old: List[str], ours: List[str], theirs: List[str], markers: tuple,
     return out + ours[pos:], hunks[0].a_lo, len(out) - 1
 
 
-# ------------------------------------------------------------------- the trace
-
 def _check_ties(tied: Tuple[bool, bool], forward: List[_Group], backward: List[_Group]) -> None:
     """Where no diff broke a tie (`tied`: ours', theirs'), the reversed reading is made only
     with DIFF3_CHECK_TIES=1: raise AssertionError if its groups are not the same as the
@@ -1087,6 +977,94 @@ def _check_ties(tied: Tuple[bool, bool], forward: List[_Group], backward: List[_
     if differ:
         raise AssertionError(f"DIFF3_CHECK_TIES: no diff broke a tie, yet the readings' groups differ "
                              f"at {_lines(differ[0][0], differ[0][1])}")
+
+
+# ------------------------------- trace() and the command line (the merge above does not use them)
+
+# What trace() returns; its docstring says how lines are counted.
+
+class TraceChange(NamedTuple):  # one hunk of a side, as a change (rule steps 1 and 2)
+    side: str  # "ours" or "theirs"
+    base: Tuple[int, int]  # the base lines its hunk replaces
+    span: Tuple[int, int]  # the base lines it spans: beside it, lines like its own (step 1); copies (step 2)
+    copies: Optional[str]  # step 2: the line base holds more than once that it removes (the first, sorted); else None
+    framed: bool  # step 1: an insertion set at its one place after a blank line (`base` is that place)
+
+
+class TraceGroup(NamedTuple):  # changes that meet (rule steps 3 and 4), or a block the merge writes
+    base: Tuple[int, int]  # the base lines it covers: its changes' spans, or an in-place edit's own lines (step 3)
+    ours: List[str]  # what ours makes of those lines
+    theirs: List[str]  # what theirs makes of them
+    clean: Optional[List[str]]  # the text written there if clean; None: a conflict
+    why: str  # for a conflict, what made it one (explain()'s words); else ""
+
+
+class TraceReading(NamedTuple):  # rule steps 1-4 on the texts as they are, or reversed
+    reversed: bool  # the texts' lines in reverse order (all still counted as the texts as they are)
+    hunks: Tuple[List[Tuple[Tuple[int, int], Tuple[int, int]]], ...]  # ours', theirs': (base lines, side's lines)
+    changes: List[TraceChange]  # both sides', by span, ours first
+    groups: List[TraceGroup]
+
+
+class TraceDoubt(NamedTuple):  # rule step 5: where the readings' groups differ
+    base: Tuple[int, int]  # the base lines between the nearest firm lines
+    firm: Tuple[Optional[int], Optional[int]]  # those firm lines; None: the start or the end of base
+    forward: Optional[List[str]]  # what the groups of the texts as they are write there; None: a conflict
+    reversed: Optional[List[str]]  # what those of the texts reversed write there
+
+
+class Trace(NamedTuple):
+    tied: Tuple[bool, bool]  # whether the diff of base to ours, and to theirs, broke a tie
+    readings: List[TraceReading]  # the texts as they are; then reversed, if a diff broke a tie or DIFF3_CHECK_TIES=1
+    doubts: List[TraceDoubt]  # step 5 (none when the texts are read once: no tie broken, DIFF3_CHECK_TIES not 1)
+    blocks: List[TraceGroup]  # what the merge writes, in order, conflicts with no base line between joined (step 6)
+
+
+def trace(base: str, ours: str, theirs: str, *, style: str = "merge",
+          labels: Union[Tuple[str, str, str], List[str]] = ("ours", "base", "theirs")) -> Trace:
+    """What `diff3(base, ours, theirs, ...)` computes at each rule step, to check a trace
+    made by hand: whether each diff broke a tie; per reading the hunks, the changes and
+    their spans, the groups; step 5's doubts between firm lines; the blocks written.
+    It is recorded as diff3 runs, not worked out again.  Where one side equals base, or
+    the sides are equal, diff3 does not diff, and the trace is empty.  Lines are counted
+    from 1 in the texts as they are, the reversed reading's too: (first, last), and
+    (k + 1, k) for no line, the place after line k.
+
+    Ours removes "b"; theirs moves it up, or removes "a" and adds one after "b":
+
+    >>> t = trace("a\\nb\\nc\\n", "a\\nc\\n", "b\\na\\nc\\n")
+    >>> t.tied  # theirs' diff broke a tie, so the texts are read reversed too (rule step 5)
+    (False, True)
+    >>> for reading in t.readings:
+    ...     print("reversed:" if reading.reversed else "as they are:", reading.hunks)
+    ...     print(*reading.changes, *reading.groups, sep="\\n")
+    as they are: ([((2, 2), (2, 1))], [((1, 1), (1, 0)), ((3, 2), (2, 2))])
+    TraceChange(side='theirs', base=(1, 1), span=(1, 1), copies=None, framed=False)
+    TraceChange(side='ours', base=(2, 2), span=(2, 2), copies=None, framed=False)
+    TraceChange(side='theirs', base=(3, 2), span=(3, 2), copies=None, framed=False)
+    TraceGroup(base=(1, 1), ours=['a\\n'], theirs=[], clean=[], why='')
+    TraceGroup(base=(2, 2), ours=[], theirs=['b\\n'], clean=[], why='')
+    TraceGroup(base=(3, 2), ours=[], theirs=['a\\n'], clean=['a\\n'], why='')
+    reversed: ([((2, 2), (2, 1))], [((1, 0), (1, 1)), ((2, 2), (3, 2))])
+    TraceChange(side='theirs', base=(1, 0), span=(1, 0), copies=None, framed=False)
+    TraceChange(side='ours', base=(2, 2), span=(2, 2), copies=None, framed=False)
+    TraceChange(side='theirs', base=(2, 2), span=(2, 2), copies=None, framed=False)
+    TraceGroup(base=(1, 0), ours=[], theirs=['b\\n'], clean=['b\\n'], why='')
+    TraceGroup(base=(2, 2), ours=[], theirs=[], clean=[], why='')
+
+    A hunk is (base lines, the side's lines): read as they are, theirs removes base
+    line 1 and puts its line 2, "a", after base line 2; read reversed, it puts its line
+    1, "b", before base line 1 and removes base line 2.  The readings' groups differ; no
+    line is firm above line 3, and there the first reading writes "a" (theirs' move
+    lost), the second "b", "a": one conflict.
+
+    >>> t.doubts
+    [TraceDoubt(base=(1, 2), firm=(None, 3), forward=['a\\n'], reversed=['b\\n', 'a\\n'])]
+    >>> t.blocks  # doctest: +NORMALIZE_WHITESPACE
+    [TraceGroup(base=(1, 2), ours=['a\\n'], theirs=['b\\n', 'a\\n'], clean=None, why='base lines 1-2 hold
+     look-alike lines the diff can pair two ways, and the two ways merge differently (rule step 5)')]
+    """
+    return _trace(base, ours, theirs, style, labels)[1]
 
 
 def _trace(base: str, ours: str, theirs: str, style: str,
@@ -1163,13 +1141,12 @@ def _print_trace(t: Trace) -> None:
         say(f"block: {lines(g.base)}: {writes(g.clean, g.why)}")
 
 
-# ------------------------------------------------------------- command line
-
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    """`python -m diff3 OURS BASE THEIRS [-o FILE] [--explain] [--trace]`: the merge to stdout
-    or FILE (with --explain, a line on stderr for each conflict: its merged lines and why;
-    with --trace, before those, the trace in words); exit 0 clean, 1 conflicts, 2 trouble
-    (one line on stderr)."""
+    """`python -m diff3 OURS BASE THEIRS [--diff3] [-L LABEL]... [-o FILE] [--explain] [--trace]`
+    (or --version): the merge to stdout or FILE (--diff3: base's lines in conflicts too;
+    -L, up to three times: the labels of ours, base, theirs, else their paths; --explain: a
+    line on stderr for each conflict, its merged lines and why; --trace: before those, the
+    trace in words); exit 0 clean, 1 conflicts, 2 trouble (one line on stderr)."""
     parser = argparse.ArgumentParser(prog="mark-diff3", description=(
         "Three-way merge of text files with git-style conflict markers. As git's merge driver: "
         'git config merge.mark.driver "mark-diff3 %A %O %B -o %A"'))

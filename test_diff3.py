@@ -240,6 +240,10 @@ def test_each_heuristic_step_prevents_a_wrong_merge(name, base, ours, theirs):
 EXPLAINED = [
     ("step 1", "a\n\n\nb\n", "a\n\n\n\nb\n", "a\n\nc\n\nb\n", [(3, 7, "both sides changed base lines 2-3, "
      "where ours' change could sit anywhere among lines like its own (rule steps 1 and 3)")]),
+    # (Two new sections at one place meet: neither is away from the other's place.)
+    ("step 1, framed", "* a\n\n## Next\n", "* a\n\n## B\n\n## Next\n", "* a\n\n## C\n\n## Next\n",
+     [(3, 7, "both sides changed base line 2, where ours' change could sit anywhere among lines like its own "
+      "(rule steps 1 and 3)")]),
     ("step 2", NEEDED[2][1], NEEDED[2][2], NEEDED[2][3], [(2, 6, 'theirs removed "- [ ] call", which base holds '
      "more than once, and which copy went is not known; the other side changed base lines 1-2 near a copy (rule step 2)")]),
     ("step 3, changed", "a\nb\nc\n", "a\nX\nc\n", "a\nY\nc\n", [(2, 6, "both sides changed base line 2 (rule step 3)")]),
@@ -249,6 +253,10 @@ EXPLAINED = [
      "(rule step 3)")]),
     ("step 4", *CASES_BY_NAME_REPRO["the same import added by both"][1:4], [(3, 7, 'the merge would hold "import sys" '
      "more often than ours and than theirs: both may have added it (rule step 4)")]),
+    # Ours' ticks (untick the first "a", tick the other) also read as a box moving.
+    ("step 5, ticks", "- [x] a\n- [ ] b\n- [ ] a\n", "- [ ] a\n- [ ] b\n- [x] a\n", "- [x] a\n- [ ] b\nnew\n- [ ] a\n",
+     [(1, 12, "base lines 1-3 hold look-alike lines the diff can pair two ways, and the two ways merge differently "
+      "(rule step 5)")]),
     ("step 5", NEEDED[3][1], NEEDED[3][2], NEEDED[3][3], [(1, 11, "base lines 1-4 hold look-alike lines the diff can "
      "pair two ways, and the two ways merge differently (rule step 5)")]),
 ]
