@@ -43,12 +43,15 @@ included, so a server that drips its answer is cut off: see the deadline's
 section at the end of this file) and the pauses before its resends fit in
 it (a resend goes only if its pause ends before it); sending is bounded
 per write to the socket, not in all.  A look-up runs inside it but each of
-its requests (a VERSIONS and up to _LOOK_AHEAD FETCHes; an APPEND's, one
-more: the version before the first) has a deadline of its own, `timeout`
-from its start, so a request that looks up can end past its deadline (and
-then sends nothing more).  Nor is it a limit for a whole call:
-`fetch(path)` sends up to two requests (the second reads a version by
-number, which the cache may answer).  No thread is started for it.
+its Mark requests (a VERSIONS and up to _LOOK_AHEAD FETCHes; an APPEND's
+also the version before each candidate whose metadata matches: all but
+the first's are the candidate before it, which the cache answers unless
+empty) has a deadline of its own, `timeout` from its start, so a request
+that looks up can end past its deadline (and then sends nothing more).
+Nor is it a limit for a whole call: `fetch(path)` makes two Mark requests
+(the second reads a version by number, which the cache may answer), each
+a request of its own in this table, sent again as it says.  No thread is
+started for it.
 
 What a request can meet, and what the client does.  A read is FETCH, LIST
 or VERSIONS; a write with E is `publish(..., expected_version=E)` or
@@ -115,7 +118,8 @@ through `request`.  Each exchange comes back as one row of this table, and
 Once a copy of a write went out (any row but unsent and refused), every
 MarkError that ends the call has `may_have_landed` True, whatever its row
 and status, and its message says whether an earlier copy went out and what
-each look-up found; a read never sets it.  test_failures.py plays each
+the look-ups found (each finding once, however many look-ups found it); a
+read never sets it.  test_failures.py plays each
 cell over HTTP (`_ACTIONS` names the tests).  Over QUIC (mark_quic.py) a
 failed handshake is unsent, an empty answer is refused, and a connection
 that closes mid-answer is lost, except that a read is first sent once more
@@ -131,15 +135,15 @@ that the write IS stored, as the version the answer names:
   and answered `ok` with a body: that first answer, without
   `current-version`.
 - a cached own PUBLISH: `fetch(path, version=N)` of a version this client
-  PUBLISHed with E and the server answered `ok` or `created` (not an
-  APPEND, not a look-up's): `ok`, the caller's metadata and `version`
+  PUBLISHed with E, with a body, and the server answered `ok` or `created`
+  (not an APPEND, not a look-up's): `ok`, the caller's metadata and `version`
   (nothing the server adds, such as `modified`), the body sent.
 - the reconciled `fetch(path)`, where the current document's body is not
   its version's: `ok`, the first answer's metadata without `etag` and with
   the numbered body's `content-hash`, the numbered body.
 - a look-up's made-up answer, body "": `created` with `version` (E + 1),
-  `modified` (that version's, "" when the answer the client holds has
-  none: a cached own PUBLISH) and `looked-up: true`; or, stored later than
+  `modified` (that version's as the look-up read it, "" when that read
+  was a cached own PUBLISH) and `looked-up: true`; or, stored later than
   E + 1, `conflict` with `server-version` (the version holding the write,
   not always the newest), `your-version` (E) and `looked-up: true`.  That
   `conflict` is not a refusal: the write is stored, as that version, after
@@ -177,7 +181,8 @@ look-up) and `modified` (copied into a look-up's `created`); it makes up
 Versions are immutable, so a version read by number (`fetch(path,
 version=N)`, a look-up's reads included) is cached, the last
 CACHED_VERSIONS used, and so is a version this client PUBLISHed with E,
-as the kinds above say.  An empty body is not: the real server answers
+as the kinds above say.  An empty body never is (`_keep`, the one place
+that keeps a version, refuses it): the real server answers
 `ok` and nothing for a version whose file it has made but not yet
 written (a torn read), and its `content-hash` is the hash of the bytes it
 read, so it matches: that check proves an answer came as it was sent,
@@ -344,13 +349,16 @@ class MarkClient:
 
     def fetch(self, path: str, version: Optional[int] = None) -> MarkResponse:
         """FETCH the current document, or `version` of it: cached, as the module docstring's kinds
-        of answer say (a version never changes; an empty body may be a torn read, never kept).
+        of answer say (a version never changes; an empty body may be a torn read, never kept: `_keep`).
 
         `path` is read as given: a "#" in it is part of the name (mark_sections's
         `fetch_section` reads one section).
 
         The current document's body is checked against the version its
-        number names, read by number (and cached): a second request.  The
+        number names, read by number: a second Mark request, unless the
+        cache answers it (each Mark request may be sent more than once, as
+        the table says).  A current document without a version number,
+        or with version 0 (no version yet), is returned as it came.  The
         real server reads the body through a link that can lag its newest
         version, and an edit of that older body published as the newer
         number would undo the newer one.  Where the bodies differ, the answer
@@ -371,7 +379,7 @@ class MarkClient:
             self._versions.move_to_end(key)
             return self._versions[key]
         response = self.request("FETCH", f"{path}/v{version}")
-        if response.status == "ok" and response.body:  # empty: maybe a torn read, so never kept
+        if response.status == "ok":
             self._keep(key, response._replace(metadata={k: v for k, v in response.metadata.items()
                                                         if k != "current-version"}))
         return response
@@ -381,7 +389,8 @@ class MarkClient:
         """PUBLISH `body`; `expected_version` guards against overwriting newer writes.
 
         With `expected_version`, an unknown outcome is looked up (the module
-        docstring's table), and an `ok` or `created` answer is kept: the
+        docstring's table), and an `ok` or `created` answer the server gave
+        (not a look-up's made-up one) is kept, if `body` is not empty: the
         cached own PUBLISH.
         """
         if expected_version is not None:
@@ -421,7 +430,7 @@ class MarkClient:
         number = latest.metadata.get("version", "")
         if latest.status != "ok" or "current-version" in latest.metadata or not _is_version(number) \
                 or not int(number):
-            return latest  # not a current document (an error, or a version path such as /a.md/v3)
+            return latest  # not a current document (an error, a version path such as /a.md/v3), or version 0
         pinned = self.fetch(path, version=int(number))
         if pinned.status != "ok" or pinned.body == latest.body:
             return latest
@@ -451,12 +460,13 @@ class MarkClient:
         while True:
             tries += 1
             got = _row(self._exchange(verb, url, payload, doing, deadline), expected_version, doing)
-            earlier, went_out = went_out, went_out or (column != "read" and got.kind not in ("unsent", "refused"))
-            found, then, note = self._look(_ACTIONS[got.kind, column], earlier, verb, path, body, expected_version,
-                                           metadata)
-            if found is not None:
-                return found
-            notes += note if note not in notes else ""
+            earlier = went_out  # a copy went out before this send
+            went_out = went_out or (column != "read" and got.kind not in ("unsent", "refused"))
+            looked = self._look(_ACTIONS[got.kind, column], earlier, verb, path, body, expected_version, metadata)
+            if looked.found is not None:
+                return looked.found
+            notes += looked.note if looked.note not in notes else ""  # each finding once
+            then = looked.then
             if then == "answer":
                 return got.response
             pause = got.retry_after if got.retry_after is not None else _backoff(tries)
@@ -470,18 +480,17 @@ class MarkClient:
 
     def _look(self, action: _Action, resent: bool, verb: str, path: str, body: str,
               expected_version: Optional[int], metadata: Optional[Dict[str, str]]
-              ) -> Tuple[Optional[MarkResponse], str, str]:
-        """A cell's `action` up to its look-up: (what `_look_up` found, what to do when it found
-        nothing, what the look-up adds to an error's message).  `resent`: an earlier copy of the
-        write went out."""
+              ) -> "_Looked":
+        """A cell's `action` up to its look-up, and what remains of it (`_Looked`).  `resent`: an
+        earlier copy of the write went out."""
         if not (action.look == "look" or (action.look == "look if resent" and resent)):
-            return None, action.then, ""
+            return _Looked(None, action.then, "")
         try:
-            return (self._look_up(verb, path, body, expected_version, metadata), action.then,
-                    "; a look-up did not find the write")
+            return _Looked(self._look_up(verb, path, body, expected_version, metadata), action.then,
+                           "; a look-up did not find the write")
         except MarkError as error:
-            return (None, _CANNOT_TELL.get(action.then, action.then),
-                    f"; a look-up could not tell whether it landed ({error.message})")
+            return _Looked(None, _CANNOT_TELL.get(action.then, action.then),
+                           f"; a look-up could not tell whether it landed ({error.message})")
 
     def _look_up(self, verb: str, path: str, body: str, expected_version: int,
                  metadata: Optional[Dict[str, str]]) -> Optional[MarkResponse]:
@@ -489,25 +498,25 @@ class MarkClient:
         server would have (the module docstring's "look"); None when no version after it, up to the
         current one and at most _LOOK_AHEAD, holds it; MarkError when its own requests fail, so
         that it cannot tell.  Sends VERSIONS, then `_holds_write`'s FETCHes, version by version,
-        until one holds it."""
+        until one holds it, and nothing more (`modified` is the read's)."""
         versions = self.versions(path)
         if versions.status != "ok":
             raise MarkError("transport", f"VERSIONS {path} answered {versions.status}")
         last = min(versions.number("current"), expected_version + _LOOK_AHEAD)
         for version in range(expected_version + 1, last + 1):
-            if not self._holds_write(verb, path, version, body, metadata):
+            held = self._holds_write(verb, path, version, body, metadata)
+            if held is None:
                 continue
-            if version == expected_version + 1:  # `modified` from the version: the cache's, unless it was empty
-                modified = self.fetch(path, version=version).metadata.get("modified", "")
-                return MarkResponse("created", {"version": str(version), "modified": modified,
-                                                "looked-up": "true"}, "")
+            if version == expected_version + 1:
+                return MarkResponse("created", {"version": str(version), "looked-up": "true",
+                                                "modified": held.metadata.get("modified", "")}, "")
             return MarkResponse("conflict", {"server-version": str(version), "looked-up": "true",
                                              "your-version": str(expected_version)}, "")
         return None
 
     def _holds_write(self, verb: str, path: str, version: int, body: str,
-                     metadata: Optional[Dict[str, str]]) -> bool:
-        """Whether `version` is what the write makes: every key of `metadata` is in it with the value
+                     metadata: Optional[Dict[str, str]]) -> Optional[MarkResponse]:
+        """`version` as read, if it is what the write makes (else None): every key of `metadata` is in it with the value
         sent (a key it lacks is no match), and its body is `body` (PUBLISH) or, for APPEND, version
         - 1's body with `body` appended.  FETCHes the version, and for APPEND the one before
         (each by number, so only when not cached); MarkError, so that it cannot tell, as the
@@ -518,11 +527,11 @@ class MarkClient:
             raise MarkError("transport", f"FETCH {path}/v{version} answered {held.status}"
                                          f"{' and no body' if held.status == 'ok' else ''}")
         if held.status != "ok" or any(held.metadata.get(key) != value for key, value in (metadata or {}).items()):
-            return False
+            return None
         before = self.fetch(path, version=version - 1) if verb == "APPEND" else held
         if before.status != "ok":
             raise MarkError("transport", f"FETCH {path}/v{version - 1} answered {before.status}")
-        return held.body == (body if verb == "PUBLISH" else _appended(before.body, body))
+        return held if held.body == (body if verb == "PUBLISH" else _appended(before.body, body)) else None
 
     def _message(self, verb: str, path: str, metadata: Optional[Dict[str, str]], body: str,
                  expected_version: Optional[int]) -> Tuple[bytes, str]:
@@ -572,7 +581,11 @@ class MarkClient:
             return _read_answer(http, doing)
 
     def _keep(self, key: Tuple[str, int], response: MarkResponse) -> None:
-        """Remember version key[1] of document key[0], the least recently used going first."""
+        """Remember version key[1] of document key[0], the least recently used going first,
+        unless its body is empty (maybe a torn read: the module docstring's cache), the one rule
+        for every version kept, an own PUBLISH's too."""
+        if not response.body:
+            return
         self._versions[key] = response
         self._versions.move_to_end(key)  # stored again: used now
         if len(self._versions) > CACHED_VERSIONS:
@@ -616,6 +629,16 @@ _ACTIONS = {
     ("answer", "write with E"): _Action("", "answer"),
     ("answer", "write without E"): _Action("", "answer"),
 }
+
+class _Looked(NamedTuple):
+    """What `_look` made of a cell: `found`, the write's made-up answer if a look-up found it
+    (returned as it is); else `then`, the cell's action left to do ("answer", "again", "error"
+    or "landed?", after `_CANNOT_TELL`); `note`, what the look-up adds to an error's message."""
+
+    found: Optional[MarkResponse]
+    then: str
+    note: str
+
 
 # A look-up that cannot tell (its own requests fail) turns "answer" into "landed?": the answer as it
 # came would hide a write that may have landed.  Every other action stands.
@@ -690,6 +713,11 @@ def _read_answer(http: requests.Response, doing: str) -> _Exchange:
     return _read_body(http, doing, announced)
 
 
+# One wording for a body that ended early, whichever urllib3 noticed it (1.26 returns it short,
+# 2.x raises ProtocolError, and may drop the bytes of the read that failed).
+_CUT_OFF = "the answer was cut off (reset, or shorter than its Content-Length)"
+
+
 def _read_body(http: requests.Response, doing: str, announced: Optional[str]) -> _Exchange:
     """The body of an answer whose headers passed, as long as `announced` (Content-Length) says."""
     chunks, size = [], 0
@@ -701,10 +729,10 @@ def _read_body(http: requests.Response, doing: str, announced: Optional[str]) ->
             chunks.append(chunk)
     except urllib3_exceptions.ReadTimeoutError:  # _DeadlineSocket's socket.timeout, as urllib3 raises it
         return _Exchange("lost", why=f"{doing}: no whole answer within the timeout")
-    except (OSError, urllib3_exceptions.HTTPError) as error:  # a reset; 2.x: a short body, as ProtocolError
-        return _Exchange("lost", why=f"{doing}: the answer was cut off ({type(error).__name__})")
+    except (OSError, urllib3_exceptions.HTTPError):  # a reset; 2.x: a short body, as ProtocolError
+        return _Exchange("lost", why=f"{doing}: {_CUT_OFF}")
     if announced is not None and size != int(announced):  # a short body, as urllib3 1.26 gives it
-        return _Exchange("lost", why=f"{doing}: the answer was cut off ({size} of {announced} bytes)")
+        return _Exchange("lost", why=f"{doing}: {_CUT_OFF}")
     chunked = "chunked" in http.headers.get("Transfer-Encoding", "").lower()
     return _parse_answer(b"".join(chunks), announced is not None or chunked, doing)
 
