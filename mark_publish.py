@@ -30,7 +30,8 @@
     $ MARK_TOKEN=... python -m mark_publish --server URL /notes.md --expected-version 6 \\
           --on-conflict merge --file notes.md      # exit 0 ok, 1 conflict or merge-candidate, 2 error
 
-What this file needs beside it: `diff3.py`, whose `diff3(base, ours,
+What this file needs beside it (and, for the CLI's `--section` only,
+`mark_sections.py`, whose `update_section` `main` imports then): `diff3.py`, whose `diff3(base, ours,
 theirs)` returns `Merge(merged, had_conflict)`, a NamedTuple this file
 unpacks as `merged, had_conflict` (the text, with conflict markers where
 the sides overlap; whether it has any); and `mark_client.py` (with
@@ -150,11 +151,14 @@ server's answer to a stale write names the version it stored, so each
 is found; one stored at a version no answer names (a server that names
 another) is not.
 
-`_Budget` bounds how many PUBLISHes a call sends (a request the server
-refused unhandled and the client sent again is the same PUBLISH), not
-what: that is the caller's body, a clean diff3 merge, or an earlier
-version's exact body, never a conflict marker the caller did not send,
-because a merge with markers is never published.
+`_Budget` counts a call's `client.publish` calls, not the PUBLISHes on
+the wire: one call may send its PUBLISH more than once (the client's
+resends after a refusal, or after an answer lost and not found by its
+look-up: mark_client.py's table), and that counts as one.  What is
+published is the caller's body, a clean diff3 merge, or an earlier
+version's exact body, never a conflict marker the caller did not send:
+not a guarantee of the budget, but because a merge with markers is never
+published.
 
 Every MarkError a call raises, (status, may_have_landed), and where:
 
@@ -163,10 +167,14 @@ Every MarkError a call raises, (status, may_have_landed), and where:
   `MarkResponse.number`'s, an answer without the version it must name.
 - `_landed`: (the answer's status, False), a PUBLISH or APPEND answered
   neither ok, created nor conflict (`not-permitted`, `server-error`, ...).
-- `_read`: the last failure's (an empty body: "transport"), False, after
-  READS reads of a body the call needs (E, the C a merge round reads); E
-  answered `not-found` is `reason: base-unavailable` instead.  True when
-  E is unread after a stale write of ours: `_merge` undoes it first.
+- `_read`, after READS reads of a body the call needs (E, the C a merge
+  round reads; fewer when the call's time runs short): the last failure,
+  as the client raised it (a read's: `may_have_landed` False), or the
+  answer's status (`from_response`, False), or ("transport", False) for an
+  empty body.  E answered `not-found` is `reason: base-unavailable`
+  instead, but inside a repair, where it is the undo (`_repair`).
+  `_merge` raises E's failure with True when E is unread after a stale
+  write of ours (it undoes that write first).
 - `_our_write`: (the failure's status, True), with
   `metadata["unread-version"] = str(C)`: C, which may be ours, unread.
 - `_current_version` and `mark_append`: (the answer's status, False),
@@ -270,12 +278,12 @@ def mark_publish(
 
     "fail" returns the conflict; "merge" merges and publishes the merge;
     "candidate" merges and publishes no merge, for the caller to read it
-    first.  In every mode a stale write of the call's own is put back,
-    which publishes (an undo, or in merge mode a merge of what it
-    overwrote: "Stale writes" in the module docstring).  At most
-    1 + `max_retries` PUBLISHes for the edit, and REPAIR_PUBLISHES more
-    for putting versions back.  Raises `MarkError` where the module
-    docstring lists; a base answered `not-found` is `reason: base-unavailable`.
+    first.  In every mode a stale write of the call's own is put back
+    (the module docstring's "Stale writes").  At most 1 + `max_retries`
+    `client.publish` calls for the edit, and REPAIR_PUBLISHES more for
+    putting versions back (`_Budget` says what counts).  Raises `MarkError`
+    where the module docstring lists; a base answered `not-found` is
+    `reason: base-unavailable`.
     """
     _check_publish(path, body, expected_version, max_retries, on_conflict)
     budget = _budget(1 + max_retries, client.timeout)
@@ -516,7 +524,8 @@ def _merge(client: MarkClient, path: str, sent: _Sent, current: int, budget: _Bu
 def _answer(outcome: _Outcome, plain: bool, base_version: int, your_version: Optional[int],
             retries: int) -> PublishResult:
     """The caller's answer once the merge loop ended in `outcome`, one line per way it can end (the
-    loop's other end, MarkError("overwritten"), is raised by `_repair` and `_undo`).  `plain`: what it
+    loop's other end is a MarkError: "overwritten" from `_repair`, `_undo` or `_read_lost`, or any
+    other the module docstring lists).  `plain`: what it
     published is exactly what the caller sent (merged with nothing, or a merge that came out the same)."""
     if outcome.kind == "ok" and plain and outcome.repaired is None:
         return PublishResult("ok", version=outcome.version, merged=False)
@@ -532,25 +541,29 @@ def _answer(outcome: _Outcome, plain: bool, base_version: int, your_version: Opt
 
 def _publish_loop(client: MarkClient, path: str, edit: Callable[[str], Tuple[str, bool]], current: int,
                   sent: Optional[_Sent], budget: _Budget, metadata: Optional[Dict[str, str]]) -> _Outcome:
-    """Publish `edit(newest body)` onto the newest version, while `budget` lasts; how that ended.
+    """Publish `edit(body of C)` at C, while `budget` lasts; how that ended.  C is `current` at
+    first, then after each lost race the version the conflict names, or the newest after a pause
+    (`_step_aside`; the one named when no pause fits in the call's time).
 
-    Each round reads version `current` (C; first the one given), and the
-    first of these that holds ends the loop or starts the next round:
+    Each round reads version C, and the first of these that holds ends
+    the loop or starts the next round:
 
-        C is `sent`, what this call published last        "ok" (version, text, their_version):
-          (`_our_write`), as E + 1 (E: `sent.against`)      it landed after all
+        C is `sent`, what this call published last        "ok" (version, text, their_version E):
+          (`_our_write`), as E + 1 (E: `sent.against`)      it landed after all, as if answered ok
         C is `sent`, later: "stale", stored over           `_repair`'s outcome: it puts L back,
           another writer's version L = C - 1                or raises "overwritten"
         no PUBLISH left in `budget`                        "contention" (version: C)
         edit(C) overlaps                                   "overlap" (version, the text with markers)
-        PUBLISH edit(C) at C: ok or created                "ok" (version, text, their_version)
+        PUBLISH edit(C) at C: ok or created                "ok" (version, text, their_version C)
         PUBLISH edit(C) at C: conflict                     next round, at the version it names; when
                                                            that is not what was just sent, at the
                                                            newest, after a pause (`_step_aside`)
 
-    `_repair` runs this loop again (to put L back, on the repair budget;
-    after an undo, with `edit` on `budget`).  Each such level follows a
-    PUBLISH, so the two budgets bound it.
+    `their_version` is the version the published text was merged onto
+    either way (the first round never finds a landed `sent`: `_merge` asks
+    first).  `_repair` runs this loop again (to put L back, on the repair
+    budget; after an undo, with `edit` on `budget`).  Each such level
+    follows a PUBLISH, so the two budgets bound it.
     """
     while True:
         write = _our_write(client, path, sent, current, budget.until)
@@ -577,14 +590,11 @@ def _repair(client: MarkClient, path: str, edit: Callable[[str], Tuple[str, bool
     """The merge loop's repair of L = C - 1, which the server dropped when it stored our write `sent` (made
     against E = `sent.against`) as C = `current`; then the loop's answer, with `repaired: L`.
 
-    On `budget.repair` (REPAIR_PUBLISHES, within the call's time), the merge
-    loop publishes L's own change (from E to L) onto the newest version.
-    Where that overlaps while the newest is still C, or E is gone, `_undo`
-    publishes L's exact body again, and the merge loop goes on with `edit`
-    on `budget` from there.  Otherwise MarkError("overwritten") names L (a
-    person must decide: the newest meets a version built on ours since; or
-    the repair's time or PUBLISHes ran out), or `_undo` or `_read_lost`
-    raises it.
+    The module docstring's "Stale writes" says what is put back and when it
+    raises; here, how: on `budget.repair`, the merge loop publishes L's own
+    change (from E to L) onto C and on; where that overlaps while the
+    newest is still C, or E is gone, `_undo`, and the merge loop goes on
+    with `edit` on `budget` from the undo.
     """
     lost, repair = current - 1, budget.repair
     base = _read(client, path, sent.against, budget.until, may_be_gone=True)
@@ -798,10 +808,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                              "(required, but for --section)")
     parser.add_argument("--on-conflict", choices=("fail", "merge", "candidate"),
                         help="if someone published since N: fail (the default: answer the conflict), merge "
-                             "(publish a clean merge), or candidate (print the merge unpublished); first, in "
-                             "any mode, a write of ours the server stored over another's version is put back "
-                             "(repaired: N): merge mode merges that version's change back, and every mode "
-                             "publishes it again where that cannot be done (an undo)")
+                             "(publish a clean merge), or candidate (print the merge unpublished); in any mode, "
+                             "a write of ours the server stored over another's version is put back first, "
+                             "which publishes (repaired: N)")
     parser.add_argument("--section", metavar="S",
                         help="replace only section S ('## Results', 'Results' or '#results') with the body, "
                              "its heading line included, on the newest version; with N, a section changed "

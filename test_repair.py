@@ -639,3 +639,20 @@ def test_a_repair_publishes_only_within_the_calls_time(fake):
         with pytest.raises(MarkError, match="over version 2.*the call's time") as caught:
             mark_publish(client, "/p", OURS, 1, on_conflict="merge")
     assert caught.value.status == "overwritten" and server.publishes() == ["/p"]  # no repair PUBLISH after it
+
+
+def test_a_merge_found_landed_after_a_conflict_names_the_version_it_was_merged_onto(fake, client):
+    # The merge published at 2 is stored as 3, but answered conflict naming 3 (a lost answer's
+    # resend, as the client hands it back): the loop finds it landed, and their-version is 2,
+    # the version the merge was made onto, as when the PUBLISH is answered created.
+    server = fake(BASE, THEIRS)
+    plain = server.publish
+    server.publish = lambda expected, body: (
+        plain(expected, body) and server.reply("conflict", your_version=2, server_version=3)
+        if expected == 2 else plain(expected, body))
+    res = mark_publish(client, "/p", OURS, 1, on_conflict="merge")
+    both = BASE.replace("Intro.", "Intro, ours.").replace("End.", "End, theirs.")
+    assert server.versions == [BASE, THEIRS, both]
+    assert (res.status, res.version, res.merged, res.base_version, res.their_version, res.body) == \
+        ("ok", 3, True, 1, 2, both)
+    assert server.publishes() == ["/p", "/p"]
