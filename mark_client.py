@@ -508,8 +508,8 @@ class MarkClient:
             if held is None:
                 continue
             if version == expected_version + 1:
-                return MarkResponse("created", {"version": str(version), "looked-up": "true",
-                                                "modified": held.metadata.get("modified", "")}, "")
+                return MarkResponse("created", {"version": str(version), "modified": held.metadata.get("modified", ""),
+                                                "looked-up": "true"}, "")
             return MarkResponse("conflict", {"server-version": str(version), "looked-up": "true",
                                              "your-version": str(expected_version)}, "")
         return None
