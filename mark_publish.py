@@ -306,7 +306,7 @@ def after_conflict(
     metadata: Optional[Dict[str, str]] = None,
 ) -> PublishResult:
     """What `mark_publish` does once its PUBLISH of `body` at `expected_version` answered
-    `conflict`, as the module docstring says, with at most `max_retries` more PUBLISHes for the
+    `conflict`, as the module docstring says, with at most `max_retries` more `client.publish` calls for the
     edit (and REPAIR_PUBLISHES to put back what a stale write of it dropped)."""
     _check_publish(path, body, expected_version, max_retries, on_conflict)
     return _after_conflict(client, path, _Sent(body, expected_version), conflict.number("server-version"),
@@ -322,7 +322,7 @@ def merge_and_publish(
     metadata: Optional[Dict[str, str]] = None,
 ) -> PublishResult:
     """Merge `body` (edited from `expected_version`) onto the newest version and publish it:
-    at most `max_retries` PUBLISHes for the edit (and REPAIR_PUBLISHES to put back what a stale
+    at most `max_retries` `client.publish` calls for the edit (and REPAIR_PUBLISHES to put back what a stale
     write of it dropped).
 
     If the newest version is `body`, published by the caller before, it
@@ -370,7 +370,7 @@ def publish_edit(
 
     `edit` returns the text to publish and whether it holds an overlap (a
     text with conflict markers, published never).  At most 1 + `max_retries`
-    PUBLISHes for the edit, and REPAIR_PUBLISHES to put back what a stale
+    `client.publish` calls for the edit, and REPAIR_PUBLISHES to put back what a stale
     write dropped.  Answers in `mark_publish(..., on_conflict="merge")`'s
     shapes, with `base_version` (`ok`) or `your_version` (`conflict`) set
     to `version`, but for one: every `ok` is `merged: true` with the
@@ -437,10 +437,11 @@ class _Budget:
     """The PUBLISHes a call has left, and until when it may pause between them and read again.
 
     Each public entry point that PUBLISHes (not `mark_append`: one APPEND)
-    makes one with `_budget` before its first PUBLISH, and every PUBLISH it
-    sends goes through the `publish` of that budget or of its `repair`
-    (`publish` spends one; its callers check `left` first), so that no path
-    sends more than the call was given.  The caller's own edit (its body,
+    makes one with `_budget` before its first PUBLISH, and every
+    `client.publish` it makes goes through the `publish` of that budget or
+    of its `repair` (`publish` spends one, whatever the client sends for it:
+    the module docstring's `_Budget` paragraph; its callers check `left`
+    first), so that no path makes more than the call was given.  The caller's own edit (its body,
     merges of it, after an undo too) spends `tries`: 1 + `max_retries` for
     `mark_publish` and `publish_edit`, `max_retries` for `after_conflict`
     (its caller sent the first) and `merge_and_publish`.  Putting back
