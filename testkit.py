@@ -474,15 +474,21 @@ def write_rounds(client, path: str, writer: str, rounds: int, publish) -> List[T
 
 def _latest(client, path: str) -> Tuple[int, str]:
     """The newest version's number and body.  The real server answers a version it is still writing
-    (even one it has acknowledged) as `ok` and empty, and the client caches that: an empty body is
-    read again by number, past the cache, up to 100 times."""
-    latest = client.fetch(path)
-    version, text = int(latest.metadata["version"]), latest.body
-    for _ in range(100):
-        if text:
+    (even one it has acknowledged) as `ok` and empty: the client's `fetch(path)` then raises
+    "transport" (it will not answer a document with an empty read of its version), or answers the
+    document empty.  Either is asked again, up to 100 times, then raised or returned as it is."""
+    from mark_client import MarkError
+
+    for attempt in range(100):
+        try:
+            latest = client.fetch(path)
+        except MarkError as error:
+            if error.status != "transport" or attempt == 99:
+                raise
+            continue
+        if latest.body:
             break
-        text = client.request("FETCH", f"{path}/v{version}").body
-    return version, text
+    return int(latest.metadata["version"]), latest.body
 
 
 def together(*calls: Callable[[], object]) -> list:
