@@ -1041,18 +1041,21 @@ def _doubled(base: List[str], changes: List[_Change], groups: List[_Group],
     and that a clean group with a change not in place holds (rule step 4)."""
     ours, theirs = (_gain(base, [(c.lo, c.hi, c.lines) for c in changes if c.side == side]) for side in (OURS, THEIRS))
     merged = _gain(base, [(g.lo, g.hi, g.clean) for g in groups if g.clean is not None])
-    twice = {line for line, n in merged.items() if n > max(0, ours[line], theirs[line]) and line.strip()}
-    if twice:  # (ticks in place add a line where they are: those alone are not doubled)
-        twice &= {_unended(line) for g, group_changes in zip(groups, members) if g.clean is not None
-                  and not all(_in_place(base[c.lo:c.hi], c.lines) for c in group_changes) for line in g.clean}
-    return twice
+    twice = {line for line, n in merged.items() if n > max(ours.get(line, 0), theirs.get(line, 0)) and line.strip()}
+    held: Set[str] = set()  # (ticks in place add a line where they are: those alone are not doubled)
+    for g, group_changes in zip(groups, members) if twice else ():
+        lines = twice.intersection(map(_unended, g.clean or ()))
+        if lines and not all(_in_place(base[c.lo:c.hi], c.lines) for c in group_changes):
+            held |= lines
+    return held
 
 
-def _gain(base: List[str], edits: List[Tuple[int, int, List[str]]]) -> Counter:
-    """How many more times the edits (lo, hi, lines: base[lo:hi] became lines) hold each line."""
-    tally = Counter(map(_unended, chain.from_iterable(lines for _, _, lines in edits)))
-    tally.subtract(map(_unended, chain.from_iterable(base[lo:hi] for lo, hi, _ in edits)))
-    return tally
+def _gain(base: List[str], edits: List[Tuple[int, int, List[str]]]) -> Dict[str, int]:
+    """How many more times the edits (lo, hi, lines: base[lo:hi] became lines) hold each
+    line they hold more often (lines they hold as often or less are left out)."""
+    added = Counter(map(_unended, chain.from_iterable(lines for _, _, lines in edits)))
+    removed = Counter(map(_unended, chain.from_iterable(base[lo:hi] for lo, hi, _ in edits)))
+    return {line: n - removed.get(line, 0) for line, n in added.items() if n > removed.get(line, 0)}
 
 
 _unended = methodcaller("rstrip", "\r\n")  # a line without its ending: a text's last line may lack it
