@@ -527,32 +527,46 @@ def _diff(a: Sequence, b: Sequence) -> Tuple[List[Hunk], bool]:
     tied = False
     stretches = [(0, len(a), 0, len(b))]  # still to diff: a[a_lo:a_hi] against b[b_lo:b_hi]
     while stretches:
-        a_lo, a_hi, b_lo, b_hi = stretches.pop()
-        while a_lo < a_hi and b_lo < b_hi and a[a_lo] == b[b_lo]:  # equal starts
-            a_lo, b_lo = a_lo + 1, b_lo + 1
-        while a_lo < a_hi and b_lo < b_hi and a[a_hi - 1] == b[b_hi - 1]:  # equal ends
-            a_hi, b_hi = a_hi - 1, b_hi - 1
+        a_lo, a_hi, b_lo, b_hi = _trimmed(a, b, *stretches.pop())
         if a_lo == a_hi or b_lo == b_hi or set(a[a_lo:a_hi]).isdisjoint(b[b_lo:b_hi]):
             # All inserted, all deleted, or no line in both: one change (or nothing left).
             hunks += [(a_lo, a_hi, b_lo, b_hi)] if a_lo < a_hi or b_lo < b_hi else []
             continue
-        pairs = _unique_pairs(a, b, a_lo, a_hi, b_lo, b_hi)
-        anchors = _longest_ascending(pairs)
+        anchors, broke = _ascending_both_ways(_unique_pairs(a, b, a_lo, a_hi, b_lo, b_hi))
         if not anchors:
-            a_part, b_part = a[a_lo:a_hi], b[b_lo:b_hi]
-            kept = _myers(a_part, b_part)
+            kept, broke = _myers_both_ways(a[a_lo:a_hi], b[b_lo:b_hi])
             hunks += _between(a, b, [(a_lo - 1, b_lo - 1), *((a_lo + i, b_lo + j) for i, j in kept), (a_hi, b_hi)])
-            # The texts reversed meet this stretch reversed: a tie if Myers pairs it otherwise there.
-            back = _myers(a_part[::-1], b_part[::-1])
-            tied = tied or kept != sorted((len(a_part) - 1 - i, len(b_part) - 1 - j) for i, j in back)
+            tied |= broke
             continue
-        if len(anchors) < len(pairs):  # lines moved: does the longest order read the same backwards?
-            back = _longest_ascending([(-i, -j) for i, j in reversed(pairs)])
-            tied = tied or anchors != [(-i, -j) for i, j in reversed(back)]
+        tied |= broke
         for gap in _between(a, b, [(a_lo - 1, b_lo - 1), *anchors, (a_hi, b_hi)]):
             # One with lines on both sides is a stretch to diff; else it only inserts or deletes.
             (stretches if gap[0] < gap[1] and gap[2] < gap[3] else hunks).append(gap)
     return _slide(a, b, [Hunk(*hunk) for hunk in sorted(hunks)]), tied
+
+
+def _trimmed(a: Sequence, b: Sequence, a_lo: int, a_hi: int, b_lo: int, b_hi: int) -> Tuple[int, int, int, int]:
+    """The stretch a[a_lo:a_hi], b[b_lo:b_hi] without the equal lines it starts and ends with."""
+    while a_lo < a_hi and b_lo < b_hi and a[a_lo] == b[b_lo]:
+        a_lo, b_lo = a_lo + 1, b_lo + 1
+    while a_lo < a_hi and b_lo < b_hi and a[a_hi - 1] == b[b_hi - 1]:
+        a_hi, b_hi = a_hi - 1, b_hi - 1
+    return a_lo, a_hi, b_lo, b_hi
+
+
+def _myers_both_ways(a: Sequence, b: Sequence) -> Tuple[List[Tuple[int, int]], bool]:
+    """`_myers(a, b)`, and whether Myers pairs a and b reversed otherwise (the texts reversed
+    meet this stretch reversed: a tie).  Where the lines both hold come in the same order
+    in each, Myers' first round keeps them all (a path of no edit), read either way, so
+    neither search is run."""
+    shared = set(a).intersection(b)
+    xs = [i for i, line in enumerate(a) if line in shared]
+    ys = [j for j, line in enumerate(b) if line in shared]
+    if [a[i] for i in xs] == [b[j] for j in ys]:
+        return list(zip(xs, ys)), False
+    kept = _myers(a, b)
+    back = _myers(a[::-1], b[::-1])
+    return kept, kept != sorted((len(a) - 1 - i, len(b) - 1 - j) for i, j in back)
 
 
 def _between(a: Sequence, b: Sequence, pairs: List[Tuple[int, int]]) -> List[Tuple[int, int, int, int]]:
@@ -569,6 +583,16 @@ def _unique_pairs(a: Sequence, b: Sequence, a_lo: int, a_hi: int, b_lo: int, b_h
     once = {line for line, n in count_a.items() if n == 1 and count_b.get(line) == 1}
     at_b = dict(zip(b_part, range(b_lo, b_hi)))  # each line's last place in b (a line once there: its place)
     return [(i, at_b[line]) for i, line in enumerate(a_part, a_lo) if line in once]
+
+
+def _ascending_both_ways(pairs: List[Tuple[int, int]]) -> Tuple[List[Tuple[int, int]], bool]:
+    """`_longest_ascending(pairs)`, and whether another one is found read backwards (the texts
+    reversed meet these pairs reversed: a tie).  Where no line moved, all pairs ascend."""
+    anchors = _longest_ascending(pairs)
+    if len(anchors) == len(pairs):
+        return anchors, False
+    back = _longest_ascending([(-i, -j) for i, j in reversed(pairs)])
+    return anchors, anchors != [(-i, -j) for i, j in reversed(back)]
 
 
 def _longest_ascending(pairs: List[Tuple[int, int]]) -> List[Tuple[int, int]]:
