@@ -867,7 +867,7 @@ def _reading(base: List[str], ours: List[str], theirs: List[str], hunks: List[Li
     n = len(base)
     groups, grouped = [], _groups(base, changes)
     for lo, hi, members in grouped:
-        ours_lines, theirs_lines = _apply(base, lo, hi, members, OURS), _apply(base, lo, hi, members, THEIRS)
+        ours_lines, theirs_lines = _apply(base, lo, hi, members)
         clean = _clean_text(base[lo:hi], ours_lines, theirs_lines)
         why = "" if clean is not None else _why(base, *((n - hi, n - lo) if backward else (lo, hi)), members)
         groups.append(_Group(lo, hi, ours_lines, theirs_lines, clean, why))
@@ -919,6 +919,8 @@ def _framed_place(base: List[str], at: int, new: List[str], highest: int,
     at most), its lines turned as they read there, the one directly after a blank line of
     base with its own last line blank (read backwards: before one, its first line blank),
     if exactly one is; as (place, its lines there)."""
+    if all(line.strip() for line in new):
+        return None  # (its lines at every place are these, turned: none is blank)
     places = [(at, new)]
     while at > highest and base[at - 1] == new[-1]:  # one line up: base's line before joins, its last leaves
         at, new = at - 1, [base[at - 1], *new[:-1]]
@@ -988,8 +990,8 @@ def _apart(base: List[str], lo: int, hi: int, members: List[_Change]) -> List[Tu
     """A group over base[lo:hi] of `members`; but if they all rewrite their lines in place (as
     ticks among equal boxes) and share no base line, a group for each, over its own lines,
     each written where it is (rule step 3)."""
-    edits = sorted(members, key=lambda m: m.lo)
-    if len(edits) > 1 and all(m.hi <= n.lo for m, n in zip(edits, edits[1:])) \
+    edits = sorted(members, key=lambda m: m.lo) if len(members) > 1 else []
+    if edits and all(m.hi <= n.lo for m, n in zip(edits, edits[1:])) \
             and all(_in_place(base[m.lo:m.hi], m.lines) for m in edits):
         return [(m.lo, m.hi, [m]) for m in edits]
     return [(lo, hi, members)]
@@ -1018,15 +1020,16 @@ def _meets(base: List[str], c: _Change, lo: int, hi: int, members: List[_Change]
     return either_copied or both_insert
 
 
-def _apply(base: List[str], lo: int, hi: int, members: List[_Change], side: int) -> List[str]:
-    """base[lo:hi] with the changes of `side` among `members` applied."""
-    out, pos = [], lo
-    for c in sorted(members, key=lambda c: c.lo):  # (spans grown by step 2 may sort otherwise)
-        if c.side == side:
-            out += base[pos:c.lo]
-            out += c.lines
-            pos = c.hi
-    out += base[pos:hi]
+def _apply(base: List[str], lo: int, hi: int, members: List[_Change]) -> Tuple[List[str], List[str]]:
+    """base[lo:hi] with ours' changes among `members` applied, and with theirs'."""
+    out: Tuple[List[str], List[str]] = ([], [])
+    pos = [lo, lo]  # where each side's text has reached in base
+    for c in sorted(members, key=lambda c: c.lo) if len(members) > 1 else members:  # (spans grown by step 2 may sort otherwise)
+        out[c.side].extend(base[pos[c.side]:c.lo])
+        out[c.side].extend(c.lines)
+        pos[c.side] = c.hi
+    for side in (OURS, THEIRS):
+        out[side].extend(base[pos[side]:hi])
     return out
 
 
