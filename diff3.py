@@ -1024,7 +1024,8 @@ def _apply(base: List[str], lo: int, hi: int, members: List[_Change]) -> Tuple[L
     """base[lo:hi] with ours' changes among `members` applied, and with theirs'."""
     out: Tuple[List[str], List[str]] = ([], [])
     pos = [lo, lo]  # where each side's text has reached in base
-    for c in sorted(members, key=lambda c: c.lo) if len(members) > 1 else members:  # (spans grown by step 2 may sort otherwise)
+    # in base order (members come by span, and spans grown by step 2 may sort otherwise)
+    for c in sorted(members, key=lambda c: c.lo) if len(members) > 1 else members:
         out[c.side].extend(base[pos[c.side]:c.lo])
         out[c.side].extend(c.lines)
         pos[c.side] = c.hi
