@@ -418,32 +418,46 @@ def _diff(a: Sequence, b: Sequence) -> Tuple[List[Hunk], bool]:
     tied = False
     stretches = [(0, len(a), 0, len(b))]  # still to diff: a[a_lo:a_hi] against b[b_lo:b_hi]
     while stretches:
-        a_lo, a_hi, b_lo, b_hi = stretches.pop()
-        while a_lo < a_hi and b_lo < b_hi and a[a_lo] == b[b_lo]:  # equal starts
-            a_lo, b_lo = a_lo + 1, b_lo + 1
-        while a_lo < a_hi and b_lo < b_hi and a[a_hi - 1] == b[b_hi - 1]:  # equal ends
-            a_hi, b_hi = a_hi - 1, b_hi - 1
+        a_lo, a_hi, b_lo, b_hi = _trimmed(a, b, *stretches.pop())
         if a_lo == a_hi or b_lo == b_hi or set(a[a_lo:a_hi]).isdisjoint(b[b_lo:b_hi]):
             # All inserted, all deleted, or no line in both: one change (or nothing left).
             hunks += [(a_lo, a_hi, b_lo, b_hi)] if a_lo < a_hi or b_lo < b_hi else []
             continue
-        pairs = _unique_pairs(a, b, a_lo, a_hi, b_lo, b_hi)
-        anchors = _longest_ascending(pairs)
+        anchors, broke = _ascending_both_ways(_unique_pairs(a, b, a_lo, a_hi, b_lo, b_hi))
         if not anchors:
-            a_part, b_part = a[a_lo:a_hi], b[b_lo:b_hi]
-            kept = _myers(a_part, b_part)
+            kept, broke = _myers_both_ways(a[a_lo:a_hi], b[b_lo:b_hi])
             hunks += _between(a, b, [(a_lo - 1, b_lo - 1), *((a_lo + i, b_lo + j) for i, j in kept), (a_hi, b_hi)])
-            # The texts reversed meet this stretch reversed: a tie if Myers pairs it otherwise there.
-            back = _myers(a_part[::-1], b_part[::-1])
-            tied = tied or kept != sorted((len(a_part) - 1 - i, len(b_part) - 1 - j) for i, j in back)
+            tied |= broke
             continue
-        if len(anchors) < len(pairs):  # lines moved: does the longest order read the same backwards?
-            back = _longest_ascending([(-i, -j) for i, j in reversed(pairs)])
-            tied = tied or anchors != [(-i, -j) for i, j in reversed(back)]
+        tied |= broke
         for gap in _between(a, b, [(a_lo - 1, b_lo - 1), *anchors, (a_hi, b_hi)]):
             # One with lines on both sides is a stretch to diff; else it only inserts or deletes.
             (stretches if gap[0] < gap[1] and gap[2] < gap[3] else hunks).append(gap)
     return _slide(a, b, [Hunk(*hunk) for hunk in sorted(hunks)]), tied
+
+
+def _trimmed(a: Sequence, b: Sequence, a_lo: int, a_hi: int, b_lo: int, b_hi: int) -> Tuple[int, int, int, int]:
+    """The stretch a[a_lo:a_hi], b[b_lo:b_hi] without the equal lines it starts and ends with."""
+    while a_lo < a_hi and b_lo < b_hi and a[a_lo] == b[b_lo]:
+        a_lo, b_lo = a_lo + 1, b_lo + 1
+    while a_lo < a_hi and b_lo < b_hi and a[a_hi - 1] == b[b_hi - 1]:
+        a_hi, b_hi = a_hi - 1, b_hi - 1
+    return a_lo, a_hi, b_lo, b_hi
+
+
+def _myers_both_ways(a: Sequence, b: Sequence) -> Tuple[List[Tuple[int, int]], bool]:
+    """`_myers(a, b)`, and whether Myers pairs a and b reversed otherwise (the texts reversed
+    meet this stretch reversed: a tie).  Where the lines both hold come in the same order
+    in each, Myers' first round keeps them all (a path of no edit), read either way, so
+    neither search is run."""
+    shared = set(a).intersection(b)
+    xs = [i for i, line in enumerate(a) if line in shared]
+    ys = [j for j, line in enumerate(b) if line in shared]
+    if [a[i] for i in xs] == [b[j] for j in ys]:
+        return list(zip(xs, ys)), False
+    kept = _myers(a, b)
+    back = _myers(a[::-1], b[::-1])
+    return kept, kept != sorted((len(a) - 1 - i, len(b) - 1 - j) for i, j in back)
 
 
 def _between(a: Sequence, b: Sequence, pairs: List[Tuple[int, int]]) -> List[Tuple[int, int, int, int]]:
@@ -460,6 +474,16 @@ def _unique_pairs(a: Sequence, b: Sequence, a_lo: int, a_hi: int, b_lo: int, b_h
     once = {line for line, n in count_a.items() if n == 1 and count_b.get(line) == 1}
     at_b = dict(zip(b_part, range(b_lo, b_hi)))  # each line's last place in b (a line once there: its place)
     return [(i, at_b[line]) for i, line in enumerate(a_part, a_lo) if line in once]
+
+
+def _ascending_both_ways(pairs: List[Tuple[int, int]]) -> Tuple[List[Tuple[int, int]], bool]:
+    """`_longest_ascending(pairs)`, and whether another one is found read backwards (the texts
+    reversed meet these pairs reversed: a tie).  Where no line moved, all pairs ascend."""
+    anchors = _longest_ascending(pairs)
+    if len(anchors) == len(pairs):
+        return anchors, False
+    back = _longest_ascending([(-i, -j) for i, j in reversed(pairs)])
+    return anchors, anchors != [(-i, -j) for i, j in reversed(back)]
 
 
 def _longest_ascending(pairs: List[Tuple[int, int]]) -> List[Tuple[int, int]]:
@@ -734,7 +758,7 @@ def _reading(base: List[str], ours: List[str], theirs: List[str], hunks: List[Li
     n = len(base)
     groups, grouped = [], _groups(base, changes)
     for lo, hi, members in grouped:
-        ours_lines, theirs_lines = _apply(base, lo, hi, members, OURS), _apply(base, lo, hi, members, THEIRS)
+        ours_lines, theirs_lines = _apply(base, lo, hi, members)
         clean = _clean_text(base[lo:hi], ours_lines, theirs_lines)
         why = "" if clean is not None else _why(base, *((n - hi, n - lo) if backward else (lo, hi)), members)
         groups.append(_Group(lo, hi, ours_lines, theirs_lines, clean, why))
@@ -786,6 +810,8 @@ def _framed_place(base: List[str], at: int, new: List[str], highest: int,
     at most), its lines turned as they read there, the one directly after a blank line of
     base with its own last line blank (read backwards: before one, its first line blank),
     if exactly one is; as (place, its lines there)."""
+    if all(line.strip() for line in new):
+        return None  # (its lines at every place are these, turned: none is blank)
     places = [(at, new)]
     while at > highest and base[at - 1] == new[-1]:  # one line up: base's line before joins, its last leaves
         at, new = at - 1, [base[at - 1], *new[:-1]]
@@ -856,8 +882,8 @@ def _apart(base: List[str], lo: int, hi: int, members: List[_Change]) -> List[Tu
     """A group over base[lo:hi] of `members`; but if they all rewrite their lines in place (as
     ticks among equal boxes) and share no base line, a group for each, over its own lines,
     each written where it is (rule step 3)."""
-    edits = sorted(members, key=lambda m: m.lo)
-    if len(edits) > 1 and all(m.hi <= n.lo for m, n in zip(edits, edits[1:])) \
+    edits = sorted(members, key=lambda m: m.lo) if len(members) > 1 else []
+    if edits and all(m.hi <= n.lo for m, n in zip(edits, edits[1:])) \
             and all(_in_place(base[m.lo:m.hi], m.lines) for m in edits):
         return [(m.lo, m.hi, [m]) for m in edits]
     return [(lo, hi, members)]
@@ -886,15 +912,17 @@ def _meets(base: List[str], c: _Change, lo: int, hi: int, members: List[_Change]
     return either_copied or both_insert
 
 
-def _apply(base: List[str], lo: int, hi: int, members: List[_Change], side: int) -> List[str]:
-    """base[lo:hi] with the changes of `side` among `members` applied."""
-    out, pos = [], lo
-    for c in sorted(members, key=lambda c: c.lo):  # (spans grown by step 2 may sort otherwise)
-        if c.side == side:
-            out += base[pos:c.lo]
-            out += c.lines
-            pos = c.hi
-    out += base[pos:hi]
+def _apply(base: List[str], lo: int, hi: int, members: List[_Change]) -> Tuple[List[str], List[str]]:
+    """base[lo:hi] with ours' changes among `members` applied, and with theirs'."""
+    out: Tuple[List[str], List[str]] = ([], [])
+    pos = [lo, lo]  # where each side's text has reached in base
+    # in base order (members come by span, and spans grown by step 2 may sort otherwise)
+    for c in sorted(members, key=lambda c: c.lo) if len(members) > 1 else members:
+        out[c.side].extend(base[pos[c.side]:c.lo])
+        out[c.side].extend(c.lines)
+        pos[c.side] = c.hi
+    for side in (OURS, THEIRS):
+        out[side].extend(base[pos[side]:hi])
     return out
 
 
@@ -933,18 +961,21 @@ def _doubled(base: List[str], changes: List[_Change], groups: List[_Group],
     and that a clean group with a change not in place holds (rule step 4)."""
     ours, theirs = (_gain(base, [(c.lo, c.hi, c.lines) for c in changes if c.side == side]) for side in (OURS, THEIRS))
     merged = _gain(base, [(g.lo, g.hi, g.clean) for g in groups if g.clean is not None])
-    twice = {line for line, n in merged.items() if n > max(0, ours[line], theirs[line]) and line.strip()}
-    if twice:  # (ticks in place add a line where they are: those alone are not doubled)
-        twice &= {_unended(line) for g, group_changes in zip(groups, members) if g.clean is not None
-                  and not all(_in_place(base[c.lo:c.hi], c.lines) for c in group_changes) for line in g.clean}
-    return twice
+    twice = {line for line, n in merged.items() if n > max(ours.get(line, 0), theirs.get(line, 0)) and line.strip()}
+    held: Set[str] = set()  # (ticks in place add a line where they are: those alone are not doubled)
+    for g, group_changes in zip(groups, members) if twice else ():
+        lines = twice.intersection(map(_unended, g.clean or ()))
+        if lines and not all(_in_place(base[c.lo:c.hi], c.lines) for c in group_changes):
+            held |= lines
+    return held
 
 
-def _gain(base: List[str], edits: List[Tuple[int, int, List[str]]]) -> Counter:
-    """How many more times the edits (lo, hi, lines: base[lo:hi] became lines) hold each line."""
-    tally = Counter(map(_unended, chain.from_iterable(lines for _, _, lines in edits)))
-    tally.subtract(map(_unended, chain.from_iterable(base[lo:hi] for lo, hi, _ in edits)))
-    return tally
+def _gain(base: List[str], edits: List[Tuple[int, int, List[str]]]) -> Dict[str, int]:
+    """How many more times the edits (lo, hi, lines: base[lo:hi] became lines) hold each
+    line they hold more often (lines they hold as often or less are left out)."""
+    added = Counter(map(_unended, chain.from_iterable(lines for _, _, lines in edits)))
+    removed = Counter(map(_unended, chain.from_iterable(base[lo:hi] for lo, hi, _ in edits)))
+    return {line: n - removed.get(line, 0) for line, n in added.items() if n > removed.get(line, 0)}
 
 
 _unended = methodcaller("rstrip", "\r\n")  # a line without its ending: a text's last line may lack it
