@@ -530,7 +530,7 @@ def _myers(a: Sequence, b: Sequence) -> List[Tuple[int, int]]:
         seen.append(dict(furthest))
         work += d + 1  # the diagonals this round tries
         for k in range(-d, d + 1, 2):
-            down = k == -d or (k != d and furthest[k - 1] < furthest[k + 1])
+            down = _came_down(furthest, k, d)
             x = start = furthest[k + 1] if down else furthest[k - 1] + 1  # a line of b inserted, or of a deleted
             y = x - k
             while x < n and y < m and a[xs[x]] == b[ys[y]]:
@@ -544,12 +544,18 @@ def _myers(a: Sequence, b: Sequence) -> List[Tuple[int, int]]:
         d += 1
 
 
+def _came_down(furthest: Dict[int, int], k: int, d: int) -> bool:
+    """Whether the furthest path of `d` edits on diagonal k comes down from diagonal k + 1 (a
+    line of b inserted: x stays) rather than across from k - 1 (a line of a deleted: x + 1)."""
+    return k == -d or (k != d and furthest[k - 1] < furthest[k + 1])
+
+
 def _walk_back(seen: List[Dict[int, int]], d: int, x: int, y: int) -> List[Tuple[int, int]]:
     """The equal lines (x, y) on the path of `d` edits that `_myers` found to (x, y)."""
     pairs = []
     while True:
         k, before = x - y, seen[d]
-        down = k == -d or (k != d and before[k - 1] < before[k + 1])
+        down = _came_down(before, k, d)
         prev_x = before[k + 1] if down else before[k - 1]
         start = prev_x if down else prev_x + 1  # where the snake of equal lines to (x, y) starts
         pairs += [(i, i - k) for i in range(start, x)]
