@@ -35,9 +35,9 @@ The rule.  A side's changes are the hunks of `get_hunks(base, side)`.  The
 merge takes a change one side made, takes the same change made by both once,
 and writes changes of the two sides that meet as a conflict block.
 
-1. A change spans its base lines and those beside it, short of the side's
-   changes before and after, that equal a line it removes or adds: the diff
-   could have put it anywhere among them (`_span`).  An insertion is "framed"
+1. A change spans its base lines and those beside it, up to (not into) the
+   side's changes before and after, that equal a line it removes or adds:
+   the diff could have put it anywhere among them (`_span`).  An insertion is "framed"
    if exactly one of the places it can slide to (up short of touching the
    side's change before; its lines turned as they read there) is directly
    after a blank line of base with its own last line blank: it sits there, as
@@ -73,7 +73,7 @@ and writes changes of the two sides that meet as a conflict block.
    ours' lines, (with style="diff3": "||||||| base", base's lines),
    "=======", theirs' lines, ">>>>>>> theirs".  With style="merge" the lines
    both sides share stay outside the markers, as in git's "zealous" merge;
-   but a block whose sides are equal (steps 4 and 5 can make one) shows
+   but a block whose sides are equal (steps 4-6 can make one) shows
    base's lines too, and a block with one side empty shares nothing (`_block`).
 
 `get_hunks` is Bram Cohen's patience diff, plainly: the lines both texts share
@@ -599,7 +599,7 @@ class _Change(NamedTuple):  # one side's hunk: base[lo:hi] became `lines`; base[
     framed: bool = False  # rule step 1: an insertion set at its one place after a blank line, ending blank
 
 
-class _Group(NamedTuple):  # changes that meet, over base[lo:hi]: what ours and theirs make of those lines
+class _Group(NamedTuple):  # what ours and theirs make of base[lo:hi]: changes that meet (step 3), or a doubt (step 5)
     lo: int
     hi: int
     ours: List[str]
@@ -1111,10 +1111,10 @@ def _trace(base: str, ours: str, theirs: str, style: str,
     result = _diff3(base, ours, theirs, style, labels, notes)
     doubts = []
     if "doubts" in notes:
-        lines, forward, backward, spans = notes["doubts"]
+        lines, forward, backward, doubted = notes["doubts"]
         doubts = [TraceDoubt((lo + 1, hi), (lo or None, hi + 1 if hi < len(lines) else None),
                              *(_text(lines, [g for g in groups if lo <= g.lo and g.hi <= hi], lo, hi)
-                               for groups in (forward, backward))) for lo, hi in spans]
+                               for groups in (forward, backward))) for lo, hi in doubted]
     return result, Trace(notes.get("tied", (False, False)),
                          [_traced_reading(k == 1, *what) for k, what in enumerate(notes.get("readings", []))],
                          doubts, [_traced_group(g, 0, False) for g in notes.get("blocks", [])])
