@@ -37,11 +37,12 @@ and writes changes of the two sides that meet as a conflict block.
 
 1. A change spans its base lines and those beside it, up to (not into) the
    side's changes before and after, that equal a line it removes or adds:
-   the diff could have put it anywhere among them (`_span`).  An insertion is "framed"
-   if exactly one of the places it can slide to (up short of touching the
-   side's change before; its lines turned as they read there) is directly
-   after a blank line of base with its own last line blank: it sits there, as
-   a new markdown section does, and its span stays (`_framed_place`).
+   the diff could have put it anywhere among them (`_span`).  An insertion
+   is "framed" if exactly one of the places it can slide to (up short of
+   touching the side's change before; its lines turned as they read there)
+   is directly after a blank line of base with its own last line blank: it
+   sits there, as a new markdown section does, and its span stays
+   (`_framed_place`).
 2. A change that removes a non-blank line base holds more than once, unless it
    rewrites its lines in place (`_in_place`: one for one, each line's difflib
    ratio to the one it replaces at least IN_PLACE_RATIO, as a ticked box), also
