@@ -654,12 +654,15 @@ def _readings(base: List[str], ours: List[str], theirs: List[str], notes: Option
     n = len(base)
     out: List[_Group] = []
     done = 0  # forward groups before this one are in `out`
-    for lo, hi in _doubts(base, forward, backward, places, notes):
+    for lo, hi in _doubts(base, forward, backward, places):
         first, last = _inside(spans, lo, hi)
         out += forward[done:first]
         done = last
-        text = _text(base, forward[first:last], lo, hi)
-        if text is not None and text == _text(base, backward[slice(*_inside(backward_spans, lo, hi))], lo, hi):
+        texts = (_text(base, forward[first:last], lo, hi),
+                 _text(base, backward[slice(*_inside(backward_spans, lo, hi))], lo, hi))
+        if notes is not None:
+            notes.setdefault("doubts", []).append((lo, hi, *texts))
+        if texts[0] is not None and texts[0] == texts[1]:
             out += forward[first:last]  # the readings differ, but not in what they write
             continue
         # Ours' and theirs' lines between the firm lines (or the text's ends) around base[lo:hi].
@@ -684,7 +687,7 @@ def _reversed_reading(base: List[str], ours: List[str], theirs: List[str],
 
 
 def _doubts(base: List[str], forward: List[_Group], backward: List[_Group],
-            places: List["_Places"], notes: Optional[dict]) -> List[Tuple[int, int]]:
+            places: List["_Places"]) -> List[Tuple[int, int]]:
     """Where the readings' groups differ, widened to the nearest firm lines: base[lo:hi] each.
     A firm line: both sides keep it in both readings (`places`: ours, theirs, then both
     reversed), each reading pairs it with the same line of each side, no group spans it."""
@@ -703,8 +706,6 @@ def _doubts(base: List[str], forward: List[_Group], backward: List[_Group],
         while hi < len(base) and not firm(hi):
             hi += 1
         doubts.append((lo, hi))
-    if notes is not None:
-        notes["doubts"] = (base, forward, backward, doubts)
     return doubts
 
 
@@ -1110,12 +1111,9 @@ def _trace(base: str, ours: str, theirs: str, style: str,
     """_diff3(...), and the trace of what it computed (its notes: none where it did not diff)."""
     notes: dict = {}
     result = _diff3(base, ours, theirs, style, labels, notes)
-    doubts = []
-    if "doubts" in notes:
-        lines, forward, backward, doubted = notes["doubts"]
-        doubts = [TraceDoubt((lo + 1, hi), (lo or None, hi + 1 if hi < len(lines) else None),
-                             *(_text(lines, [g for g in groups if lo <= g.lo and g.hi <= hi], lo, hi)
-                               for groups in (forward, backward))) for lo, hi in doubted]
+    n = len(notes["readings"][0][0]) if "readings" in notes else 0  # base's lines
+    doubts = [TraceDoubt((lo + 1, hi), (lo or None, hi + 1 if hi < n else None), forward, backward)
+              for lo, hi, forward, backward in notes.get("doubts", [])]
     return result, Trace(notes.get("tied", (False, False)),
                          [_traced_reading(k == 1, *what) for k, what in enumerate(notes.get("readings", []))],
                          doubts, [_traced_group(g, 0, False) for g in notes.get("blocks", [])])
@@ -1164,7 +1162,9 @@ def _print_trace(t: Trace) -> None:
     for reading in t.readings:
         say("the texts ", "reversed (rule step 5)" if reading.reversed else "as they are", ":")
         for side, hunks in zip(SIDES, reading.hunks):
-            say(f"  {side}' hunks: ", "; ".join(f"{lines(b)} became {lines(s, side + chr(39))}" for b, s in hunks))
+            lines_of_side = side + "'"
+            say(f"  {lines_of_side} hunks: ",
+                "; ".join(f"{lines(b)} became {lines(s, lines_of_side)}" for b, s in hunks))
         for c in reading.changes:
             framed = ", framed: set at its one place after a blank line (step 1)" if c.framed else ""
             copies = f", with every copy of {c.copies!r} near it (step 2)" if c.copies else ""

@@ -662,9 +662,11 @@ def _row(got: _Exchange, expected_version: Optional[int], doing: str) -> _Exchan
     """`got` as its row of the table: an answer's is "server-error", "conflict", "wrong
     version" (with E: `created` as a version but E + 1, or `ok` as neither E nor E + 1)
     or "answer"; any other exchange's is its kind."""
-    if got.kind != "answer" or got.response.status in ("server-error", "conflict"):
-        return got if got.kind != "answer" else got._replace(kind=got.response.status)
+    if got.kind != "answer":
+        return got
     status, number = got.response.status, got.response.metadata.get("version", "")
+    if status in ("server-error", "conflict"):
+        return got._replace(kind=status)
     if expected_version is None or status not in ("ok", "created"):
         return got
     landed = (expected_version + 1,) if status == "created" else (expected_version, expected_version + 1)
@@ -687,7 +689,8 @@ def _given_up(got: _Exchange, doing: str, tries: int, more: str, path: str, land
     else:
         why = (got.why or f"{doing}: the server answered {got.response.status}") + more
     if landed:
-        why += f"; {'an earlier copy of ' if earlier else ''}the write went out and may have landed: fetch {path} before retrying"
+        why += (f"; {'an earlier copy of ' if earlier else ''}the write went out and may have landed: "
+                f"fetch {path} before retrying")
     elif got.kind == "refused":
         why += "; try again later"
     return MarkError("refused" if got.kind == "refused" else "transport", why,

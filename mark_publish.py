@@ -439,10 +439,10 @@ class _Budget:
     Each public entry point that PUBLISHes (not `mark_append`: one APPEND)
     makes one with `_budget` before its first PUBLISH, and every
     `client.publish` it makes goes through the `publish` of that budget or
-    of its `repair` (`publish` spends one, whatever the client sends for it:
-    the module docstring's `_Budget` paragraph; its callers check `left`
-    first), so that no path makes more than the call was given.  The caller's own edit (its body,
-    merges of it, after an undo too) spends `tries`: 1 + `max_retries` for
+    of its `repair` (`publish` spends one, whatever the client sends for
+    it: the module docstring's `_Budget` paragraph; its callers check
+    `left` first), so that no path makes more than the call was given.
+    The caller's own edit (its body, merges of it, after an undo too) spends `tries`: 1 + `max_retries` for
     `mark_publish` and `publish_edit`, `max_retries` for `after_conflict`
     (its caller sent the first) and `merge_and_publish`.  Putting back
     another writer's version spends `repair`'s REPAIR_PUBLISHES instead, so
@@ -637,7 +637,8 @@ def _our_write(client: MarkClient, path: str, sent: Optional[_Sent], version: in
         body = _read(client, path, version, until, may_be_empty=not sent.text)
     except MarkError as error:
         raise MarkError(error.status, f"{path}: version {version}, which may be this call's write, could not be "
-                                      f"read ({error.message}); fetch it before publishing again", {"unread-version": str(version)}, may_have_landed=True) from error
+                                      f"read ({error.message}); fetch it before publishing again",
+                        {"unread-version": str(version)}, may_have_landed=True) from error
     if body != sent.text:
         return None
     return "landed" if version == sent.against + 1 else "stale"
